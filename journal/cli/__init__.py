@@ -1,0 +1,114 @@
+"""The ``journal`` command line: argument parsing and the exit-status contract.
+
+0 on success, the step's own exit status for a failed step, 1 when `journal verify` finds
+tampering, 2 for bad input with a one-paragraph message and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from journal import __version__
+from journal.cli import commands
+from journal.cli.context import Context, default_db, default_runbook
+from journal.errors import BadInput
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"journal: {message} (see `{self.prog} --help`)\n")
+
+
+def _globals(suppress: bool) -> argparse.ArgumentParser:
+    """The global options, accepted before or after the command name."""
+    parent = argparse.ArgumentParser(add_help=False)
+    default = argparse.SUPPRESS if suppress else None
+    parent.add_argument(
+        "--db", default=default if suppress else default_db(), metavar="URL|PATH",
+        help="database: a file path or an SQLAlchemy URL (env JOURNAL_DB, default ./journal.db)",
+    )
+    parent.add_argument(
+        "--runbook", default=default if suppress else default_runbook(), metavar="FILE",
+        help="the runbook (env JOURNAL_RUNBOOK, default ./runbook.toml)",
+    )
+    parent.add_argument(
+        "--journal", default=default, metavar="NAME",
+        help="which journal of the database (default: the runbook's, or the only one)",
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    sub_globals = _globals(suppress=True)
+    parser = _Parser(
+        prog="journal", parents=[_globals(suppress=False)],
+        description="Record GPU-server upgrades over SSH as an append-only journal.",
+    )
+    parser.add_argument("--version", action="version", version=f"journal {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    def command(name: str, func, help_text: str, parent=sub):  # type: ignore[no-untyped-def]
+        p = parent.add_parser(name, parents=[sub_globals], help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    p = command("init", commands.init, "write a commented runbook.toml and create the database")
+    p.add_argument("dir", nargs="?", default=".", help="folder for runbook.toml (default: here)")
+
+    run = sub.add_parser("run", help="run a step, the plan, a probe or a benchmark")
+    run_sub = run.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
+    run_sub.required = True
+    p = command("step", commands.run_step, "run one step of the runbook", parent=run_sub)
+    p.add_argument("name", help="the step's name")
+    _host_options(p)
+    p = command("plan", commands.run_plan, "run the plan's steps in order, resuming", parent=run_sub)
+    p.add_argument("--from", dest="from_step", metavar="NAME", help="start at this step")
+    p.add_argument("--to", dest="to_step", metavar="NAME", help="stop after this step")
+    _host_options(p)
+
+    p = command("note", commands.note, "add a note to the timeline")
+    p.add_argument("text")
+    p.add_argument("--tag", action="append", default=[], help="e.g. lesson, root-cause")
+    p.add_argument("--host", help="the host the note is about")
+    p.add_argument("--author", help="who wrote it (default: user@machine)")
+
+    command("status", commands.status, "plan progress and the state of each host")
+    p = command("log", commands.log, "the timeline in the terminal")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new events live")
+    p.add_argument("--output", action="store_true", help="print each step's recorded output")
+    command("verify", commands.verify, "check the hash chain and the schema (exit 1 if broken)")
+    command("rebuild", commands.rebuild, "replay every event into the projections")
+    p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")
+    p.add_argument("dir", nargs="?", default="demo", help="folder for the demo (default: ./demo)")
+    return parser
+
+
+def _host_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", action="append", default=[], metavar="H", help="run on this host")
+    p.add_argument("--all-hosts", action="store_true", help="run on every host of the runbook")
+    p.add_argument(
+        "--accept-new-host-key", action="store_true",
+        help="accept (and record) an SSH host key not yet in known_hosts",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    ctx = Context(
+        db=args.db or "journal.db", runbook_path=args.runbook, journal_name=args.journal,
+        db_given=args.db is not None,
+    )
+    try:
+        return int(args.func(ctx, args) or 0)
+    except BadInput as exc:
+        print(f"journal: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("journal: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    finally:
+        ctx.close()

@@ -1,0 +1,155 @@
+"""The commands behind the CLI: each takes the context and its parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import socket
+import sys
+import time
+from pathlib import Path
+
+from journal.cli import render
+from journal.cli.context import Context
+from journal.errors import BadInput
+from journal.events import NoteAdded
+from journal.projections.progress import progress
+from journal.projections.timeline import project, settle
+from journal.runbook import TEMPLATE, parse
+from journal.service.plan import run_plan as run_plan_service
+from journal.service.steps import Echo, ensure_opened, exit_status, run_step as run_step_service
+
+
+def init(ctx: Context, args: argparse.Namespace) -> int:
+    folder = Path(args.dir)
+    if folder.exists() and not folder.is_dir():
+        raise BadInput(f"{folder} is a file; `journal init` takes a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "runbook.toml"
+    if target.exists():
+        raise BadInput(f"{target} already exists; `journal init` never overwrites a runbook")
+    name = "".join(c if c.isalnum() or c in "._-" else "-" for c in folder.resolve().name) or "upgrade"
+    text = TEMPLATE.replace("{name}", name.strip("-._") or "upgrade")
+    runbook = parse(text, target)
+    target.write_text(text)
+    if not ctx.db_given:
+        ctx.db = str(folder / "journal.db")
+    ensure_opened(ctx.store, runbook)
+    print(f"wrote {target} and created the journal {runbook.name!r} in {ctx.db}")
+    print(f"next: edit {target}, then `journal run plan` (or `journal run step NAME`)")
+    return 0
+
+
+def run_step(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    step = runbook.step(args.name)
+    hosts = runbook.hosts_for(step, args.host, args.all_hosts)
+    ensure_opened(ctx.store, runbook)
+    runs = run_step_service(
+        ctx.store, runbook, step, hosts, Echo(prefix=len(hosts) > 1),
+        accept_new_host_key=args.accept_new_host_key,
+    )
+    for run in runs:
+        print(render.verdict(run), file=sys.stderr)
+    if len(runs) < len(hosts):
+        return 130
+    return exit_status(runs)
+
+
+def run_plan(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    ensure_opened(ctx.store, runbook)
+    return run_plan_service(
+        ctx.store, runbook, from_step=args.from_step, to_step=args.to_step, chosen=args.host,
+        all_hosts=args.all_hosts, accept_new_host_key=args.accept_new_host_key,
+    )
+
+
+def note(ctx: Context, args: argparse.Namespace) -> int:
+    journal = ctx.journal()
+    if not args.text.strip():
+        raise BadInput("the note is empty")
+    if args.host and ctx.has_runbook():
+        ctx.runbook.host(args.host)
+    author = args.author or f"{getpass.getuser()}@{socket.gethostname()}"
+    ctx.store.append(
+        journal, [NoteAdded(text=args.text, author=author, tags=args.tag, host_name=args.host)]
+    )
+    print(f"noted in {journal}")
+    return 0
+
+
+def _timeline(ctx: Context, journal: str):  # type: ignore[no-untyped-def]
+    return settle(project(journal, ctx.store.read(journal)))
+
+
+def status(ctx: Context, args: argparse.Namespace) -> int:
+    journal = ctx.journal()
+    timeline = _timeline(ctx, journal)
+    if ctx.has_runbook() and ctx.runbook.name == journal:
+        timeline.plan = ctx.runbook.plan
+        timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
+    print(render.progress_text(journal, timeline.plan, progress(timeline)))
+    return 0
+
+
+def log(ctx: Context, args: argparse.Namespace) -> int:
+    journal = ctx.journal()
+    store = ctx.store
+    timeline = _timeline(ctx, journal)
+    if args.output:
+        for run in timeline.step_runs():
+            print(render.run_line(run))
+            sys.stdout.flush()
+            sys.stdout.buffer.write(render.output_bytes(store.read(journal, run_id=run.run_id, types=["OutputChunk"])))
+            sys.stdout.flush()
+    else:
+        print(render.timeline_text(timeline))
+    if not args.follow:
+        return 0
+    last = max([r.seq for r in timeline.runs.values()] + [0])
+    for rec in store.read(journal, after=last):
+        last = rec.seq
+    runs = {run.run_id: (run.step, run.host) for run in timeline.runs.values()}
+    print("-- following; Ctrl-C to stop --", flush=True)
+    try:
+        while True:
+            for rec in store.read(journal, after=last):
+                last = rec.seq
+                sys.stdout.buffer.write(render.event_text(rec, runs))
+            sys.stdout.flush()
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        return 0
+
+
+def verify(ctx: Context, args: argparse.Namespace) -> int:
+    report = ctx.store.verify()
+    if report.ok:
+        print(f"{ctx.db}: {report.checked} events, hash chain intact, schema at head")
+        return 0
+    for problem in report.problems:
+        print(f"journal verify: {problem}", file=sys.stderr)
+    print(f"{ctx.db}: NOT intact ({report.checked} events read)", file=sys.stderr)
+    return 1
+
+
+def rebuild(ctx: Context, args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    total = 0
+    for journal in ctx.store.journals():
+        timeline = _timeline(ctx, journal)
+        total += timeline.events
+        counts: dict[str, int] = {}
+        for run in timeline.step_runs():
+            counts[run.status] = counts.get(run.status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no step runs"
+        print(f"{journal}: {timeline.events} events replayed; step runs: {summary}")
+    print(f"replayed {total} events in {time.perf_counter() - started:.2f} s")
+    return 0
+
+
+def demo(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.demo.run import run_demo
+
+    return run_demo(Path(args.dir), ctx)

@@ -1,0 +1,134 @@
+"""Plain-text rendering of timelines and plan progress for the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from journal.events import NoteAdded, OutputChunk, StepFinished, StepStarted
+from journal.mapper import Recorded
+from journal.projections.progress import HostState
+from journal.projections.timeline import HostKeyView, NoteView, StepRunView, Timeline
+from journal.recorder import decode
+
+MARK = {
+    "succeeded": "ok  ",
+    "failed": "FAIL",
+    "interrupted": "INT ",
+    "timed-out": "TIME",
+    "running": "... ",
+    "pending": "    ",
+    "unfinished": "... ",
+}
+
+
+def when(ts: str | None) -> str:
+    """``2026-11-30 09:41:02Z`` from a stored timestamp."""
+    if not ts:
+        return "-"
+    return ts[:10] + " " + ts[11:19] + "Z"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def run_line(run: StepRunView) -> str:
+    exit_text = "" if run.exit_code is None else f" exit {run.exit_code}"
+    took = "" if run.duration is None else f" {run.duration:.1f}s"
+    out = (
+        f"{plural(run.lines.get('stdout', 0), 'line')} out, "
+        f"{plural(run.lines.get('stderr', 0), 'line')} err"
+    )
+    line = (
+        f"{when(run.started)}  [{MARK.get(run.status, run.status)}] {run.step} on {run.host}: "
+        f"{run.status}{exit_text}{took}  ({out})  run {run.run_id}"
+    )
+    if run.reason:
+        line += f"\n{' ' * 22}{run.reason}"
+    return line
+
+
+def timeline_text(timeline: Timeline) -> str:
+    """The whole timeline, one block per item."""
+    runs = timeline.step_runs()
+    lines = [
+        f"journal {timeline.journal}: {plural(len(runs), 'step run')}, "
+        f"{plural(timeline.events, 'event')}, last at {when(timeline.last_ts)}"
+    ]
+    for item in timeline.items:
+        if isinstance(item, StepRunView):
+            lines.append(run_line(item))
+            lines.append(f"{' ' * 22}$ {first_line(item.command)}")
+        elif isinstance(item, NoteView):
+            tags = f" [{', '.join(item.tags)}]" if item.tags else ""
+            lines.append(f"{when(item.ts)}  note{tags}: {item.text}")
+        elif isinstance(item, HostKeyView):
+            lines.append(
+                f"{when(item.ts)}  accepted the new host key of {item.host} ({item.target}): "
+                f"{item.key_type} {item.fingerprint}"
+            )
+    return "\n".join(lines)
+
+
+def first_line(command: str) -> str:
+    head, _, rest = command.strip().partition("\n")
+    return head + (" …" if rest else "")
+
+
+def progress_text(journal: str, plan: list[str], hosts: list[HostState]) -> str:
+    """The plan as a table of steps × hosts, then one summary line per host."""
+    lines = [f"journal {journal}: plan of {plural(len(plan), 'step')}"]
+    if not plan:
+        lines.append("  (the runbook has no steps yet)")
+    width = max([len(s) for s in plan] + [4])
+    for index, step in enumerate(plan):
+        cells = []
+        for host in hosts:
+            state = host.steps[index]
+            cells.append(f"{host.host}: {state.status}")
+        lines.append(f"  {index + 1:>2}. {step:<{width}}  " + "   ".join(cells))
+    for host in hosts:
+        last = host.last
+        tail = (
+            f"last: {last.step} {last.status} at {when(last.finished or last.started)}"
+            if last
+            else "nothing run yet"
+        )
+        lines.append(
+            f"host {host.host} ({host.target or '?'}): {host.done}/{len(host.steps)} steps done; {tail}"
+        )
+    return "\n".join(lines)
+
+
+def event_text(rec: Recorded, runs: dict[str, tuple[str, str]]) -> bytes:
+    """One event as `journal log --follow` prints it as it arrives."""
+    event = rec.event
+    if isinstance(event, StepStarted):
+        runs[event.run] = (event.step, event.host_name)
+        return f"{when(rec.ts)}  ==> {event.step} on {event.host_name}: $ {first_line(event.command)}\n".encode()
+    if isinstance(event, OutputChunk):
+        return decode(event)
+    if isinstance(event, StepFinished):
+        step, host = runs.get(event.run, ("?", event.host_name))
+        code = "" if event.exit_code is None else f" exit {event.exit_code}"
+        reason = f" ({event.reason})" if event.reason else ""
+        return f"{when(rec.ts)}  <== {step} on {host}: {event.status}{code}{reason}\n".encode()
+    if isinstance(event, NoteAdded):
+        return f"{when(rec.ts)}  note: {event.text}\n".encode()
+    return b""
+
+
+def output_bytes(records: Iterable[Recorded]) -> bytes:
+    """The recorded output of a run's chunks, both streams in the order they were stored."""
+    return b"".join(decode(r.event) for r in records if isinstance(r.event, OutputChunk))
+
+
+def verdict(run) -> str:  # type: ignore[no-untyped-def]
+    """The closing line of a step run: host, status, exit status, duration, reason."""
+    outcome = run.outcome
+    code = "" if outcome.exit_code is None else f", exit {outcome.exit_code}"
+    reason = f": {outcome.reason}" if outcome.reason else ""
+    return (
+        f"journal: [{MARK.get(outcome.status, outcome.status).strip() or '-'}] {run.step} on "
+        f"{run.host} {outcome.status}{code} in {outcome.duration:.1f}s{reason} (run {run.run_id})"
+    )

@@ -1,0 +1,11 @@
+"""Errors that end a command with a one-paragraph message instead of a traceback."""
+
+from __future__ import annotations
+
+
+class BadInput(Exception):
+    """Input the user can fix (a runbook, a flag, a name): exit status 2, nothing recorded."""
+
+
+class Tampered(Exception):
+    """The store's hash chain or schema does not hold: exit status 1."""

@@ -1,0 +1,171 @@
+"""The events of a journal: facts that happened, appended once and never changed.
+
+Each event is a frozen dataclass with a stable ``type`` string and a schema ``version``. Its
+docstring is its documentation (the docs list them from here). Serialising, and upcasting an
+old version to the current one, live in :mod:`journal.mapper`, never in views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of every event; ``host`` and ``run_id`` are also stored as columns for queries."""
+
+    type: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+
+    @property
+    def host(self) -> str | None:
+        return None
+
+    @property
+    def run_id(self) -> str | None:
+        return None
+
+
+@dataclass(frozen=True)
+class JournalOpened(Event):
+    """A journal was created or its runbook's plan changed: its name, hosts and ordered steps.
+
+    The latest one is the plan that `journal status` measures progress against.
+    """
+
+    type: ClassVar[str] = "JournalOpened"
+
+    name: str
+    runbook: str
+    hosts: dict[str, str]
+    plan: list[str]
+
+
+@dataclass(frozen=True)
+class HostKeyAccepted(Event):
+    """An SSH host key not yet known was accepted because the runbook or CLI asked for it."""
+
+    type: ClassVar[str] = "HostKeyAccepted"
+
+    host_name: str
+    target: str
+    key_type: str
+    fingerprint: str
+    known_hosts: str
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+
+@dataclass(frozen=True)
+class StepStarted(Event):
+    """A step began on one host: the command as sent (secrets redacted), its env and where.
+
+    ``redactions`` says what kind of secret was removed from which field, never the value.
+    ``pid`` and ``machine`` identify the recording process, so a reader can tell a step that
+    is still running from one whose recorder died (shown as interrupted).
+    """
+
+    type: ClassVar[str] = "StepStarted"
+
+    run: str
+    step: str
+    host_name: str
+    target: str
+    command: str
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout: float | None = None
+    pid: int = 0
+    machine: str = ""
+    plan_run: str | None = None
+    imported: bool = False
+    redactions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run
+
+
+@dataclass(frozen=True)
+class OutputChunk(Event):
+    """A batch of bytes a running step printed on one stream, exactly as printed.
+
+    ``data`` holds the bytes as text when they are valid UTF-8 (``encoding`` "utf-8"), else as
+    base64 (``encoding`` "base64"), so nothing is lost. ``t`` is seconds since the step started
+    when the first of these bytes arrived; ``size`` the byte count.
+    """
+
+    type: ClassVar[str] = "OutputChunk"
+
+    run: str
+    host_name: str
+    stream: str
+    data: str
+    encoding: str
+    size: int
+    t: float
+    redactions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run
+
+
+@dataclass(frozen=True)
+class StepFinished(Event):
+    """A step ended: ``status`` is succeeded, failed, interrupted or timed-out.
+
+    ``exit_code`` is the command's own status (None when it never returned one), ``signal``
+    the signal that ended it where known, ``reason`` a sentence for anything but a plain exit.
+    """
+
+    type: ClassVar[str] = "StepFinished"
+
+    run: str
+    host_name: str
+    status: str
+    exit_code: int | None
+    duration: float
+    signal: str | None = None
+    reason: str | None = None
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run
+
+
+@dataclass(frozen=True)
+class NoteAdded(Event):
+    """A person wrote a note on the timeline; ``tags`` such as ``lesson`` or ``root-cause``."""
+
+    type: ClassVar[str] = "NoteAdded"
+
+    text: str
+    author: str = ""
+    tags: list[str] = field(default_factory=list)
+    host_name: str | None = None
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (JournalOpened, HostKeyAccepted, StepStarted, OutputChunk, StepFinished, NoteAdded)
+}

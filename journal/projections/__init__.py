@@ -1,0 +1,1 @@
+"""Pure folds from events to the views the CLI and the web UI show."""

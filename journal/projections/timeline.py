@@ -1,0 +1,194 @@
+"""The timeline: step runs and notes of one journal in the order they happened."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import singledispatch
+from typing import Any
+
+from journal.events import (
+    Event,
+    HostKeyAccepted,
+    JournalOpened,
+    NoteAdded,
+    OutputChunk,
+    StepFinished,
+    StepStarted,
+)
+from journal.mapper import Recorded
+
+
+@dataclass
+class StepRunView:
+    """One step on one host: what ran, how it ended, how much it printed."""
+
+    run_id: str
+    step: str
+    host: str
+    target: str
+    command: str
+    env: dict[str, str]
+    cwd: str | None
+    seq: int
+    started: str
+    pid: int
+    machine: str
+    plan_run: str | None
+    imported: bool
+    redactions: list[dict[str, Any]]
+    status: str = "unfinished"
+    exit_code: int | None = None
+    duration: float | None = None
+    finished: str | None = None
+    signal: str | None = None
+    reason: str | None = None
+    chunks: int = 0
+    bytes: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
+    lines: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
+
+    @property
+    def finished_ok(self) -> bool:
+        return self.status == "succeeded"
+
+
+@dataclass
+class NoteView:
+    """A note on the timeline."""
+
+    seq: int
+    ts: str
+    text: str
+    tags: list[str]
+    author: str
+    host: str | None
+
+
+@dataclass
+class HostKeyView:
+    """A host key accepted on first contact."""
+
+    seq: int
+    ts: str
+    host: str
+    target: str
+    key_type: str
+    fingerprint: str
+
+
+TimelineItem = StepRunView | NoteView | HostKeyView
+
+
+@dataclass
+class Timeline:
+    """A journal replayed: its latest plan and hosts, and every item in order."""
+
+    journal: str
+    plan: list[str] = field(default_factory=list)
+    hosts: dict[str, str] = field(default_factory=dict)
+    items: list[TimelineItem] = field(default_factory=list)
+    runs: dict[str, StepRunView] = field(default_factory=dict)
+    events: int = 0
+    last_ts: str | None = None
+
+    def step_runs(self) -> list[StepRunView]:
+        return [item for item in self.items if isinstance(item, StepRunView)]
+
+
+@singledispatch
+def apply(event: Event, rec: Recorded, state: Timeline) -> None:
+    """Events the timeline does not show change nothing."""
+
+
+@apply.register
+def _(event: JournalOpened, rec: Recorded, state: Timeline) -> None:
+    state.plan, state.hosts = list(event.plan), dict(event.hosts)
+
+
+@apply.register
+def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
+    view = StepRunView(
+        run_id=event.run, step=event.step, host=event.host_name, target=event.target,
+        command=event.command, env=dict(event.env), cwd=event.cwd, seq=rec.seq, started=rec.ts,
+        pid=event.pid, machine=event.machine, plan_run=event.plan_run, imported=event.imported,
+        redactions=list(event.redactions),
+    )
+    state.runs[event.run] = view
+    state.items.append(view)
+
+
+@apply.register
+def _(event: OutputChunk, rec: Recorded, state: Timeline) -> None:
+    view = state.runs.get(event.run)
+    if view is None:
+        return
+    view.chunks += 1
+    view.bytes[event.stream] = view.bytes.get(event.stream, 0) + event.size
+    if event.encoding == "base64":
+        newlines = base64.b64decode(event.data).count(b"\n")
+    else:
+        newlines = event.data.count("\n")
+    view.lines[event.stream] = view.lines.get(event.stream, 0) + newlines
+
+
+@apply.register
+def _(event: StepFinished, rec: Recorded, state: Timeline) -> None:
+    view = state.runs.get(event.run)
+    if view is None:
+        return
+    view.status, view.exit_code, view.duration = event.status, event.exit_code, event.duration
+    view.finished, view.signal, view.reason = rec.ts, event.signal, event.reason
+
+
+@apply.register
+def _(event: NoteAdded, rec: Recorded, state: Timeline) -> None:
+    state.items.append(
+        NoteView(rec.seq, rec.ts, event.text, list(event.tags), event.author, event.host_name)
+    )
+
+
+@apply.register
+def _(event: HostKeyAccepted, rec: Recorded, state: Timeline) -> None:
+    state.items.append(
+        HostKeyView(rec.seq, rec.ts, event.host_name, event.target, event.key_type, event.fingerprint)
+    )
+
+
+def project(journal: str, records: Iterable[Recorded]) -> Timeline:
+    """Fold a journal's events into its timeline."""
+    state = Timeline(journal)
+    for rec in records:
+        state.events += 1
+        state.last_ts = rec.ts
+        apply(rec.event, rec, state)
+    return state
+
+
+def recorder_alive(machine: str, pid: int) -> bool:
+    """Whether the process that recorded a step is still running (on this machine)."""
+    if machine != socket.gethostname() or pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"journal" in fh.read()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+
+def settle(timeline: Timeline, alive: Callable[[str, int], bool] = recorder_alive) -> Timeline:
+    """Mark unfinished runs as running when their recorder lives, else interrupted."""
+    for view in timeline.runs.values():
+        if view.status == "unfinished":
+            if alive(view.machine, view.pid):
+                view.status = "running"
+            else:
+                view.status = "interrupted"
+                view.reason = "the step never finished: its recorder stopped (killed, or the machine went down)"
+    return timeline

@@ -1,0 +1,107 @@
+"""Removing secrets from commands, env values and output before anything is written.
+
+What was removed is recorded as ``{"kind": ..., "where": ...}``, never the value itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MASK = "[REDACTED]"
+MASK_B = MASK.encode()
+
+#: Variable names whose values are secrets: HF_TOKEN, WANDB_API_KEY, DB_PASSWORD, …
+SECRET_NAME = re.compile(r"(?i)(TOKEN|PASSWORD|PASSWD|SECRET|_KEY|APIKEY|CREDENTIALS?)$")
+
+# Applied to bytes so output that is not UTF-8 survives unchanged around them.
+_PATTERNS: list[tuple[str, re.Pattern[bytes], bytes]] = [
+    (
+        "env-assignment",
+        re.compile(
+            rb"(?i)\b([A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|SECRET|_KEY|APIKEY|CREDENTIALS?))"
+            rb"(\s*[=:]\s*)(?!\[REDACTED\])(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|]+)"
+        ),
+        rb"\1\2" + MASK_B,
+    ),
+    (
+        "authorization-header",
+        re.compile(rb"(?i)\b((?:proxy-)?authorization:\s*)(?!\[REDACTED\])[^\r\n\"']+"),
+        rb"\1" + MASK_B,
+    ),
+    (
+        "url-password",
+        re.compile(rb"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@\"']+:)(?!\[REDACTED\])[^/\s@\"']+(@)"),
+        rb"\1" + MASK_B + rb"\2",
+    ),
+    (
+        "token-shape",
+        re.compile(
+            rb"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
+            rb"|sk-[A-Za-z0-9_-]{32,}|xox[baprs]-[A-Za-z0-9-]{20,}|AKIA[0-9A-Z]{16})\b"
+        ),
+        MASK_B,
+    ),
+]
+
+#: Secret values shorter than this are not searched for in output: too many false hits.
+MIN_VALUE_LENGTH = 6
+
+
+@dataclass
+class Redactor:
+    """Redacts known secret values (the runbook's ``redact`` list, secret-named env values)
+    and anything shaped like a secret."""
+
+    values: list[bytes] = field(default_factory=list)
+
+    @classmethod
+    def for_run(
+        cls,
+        listed: Iterable[str] = (),
+        env: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Redactor:
+        """A redactor knowing the listed values and the values of secret-named variables in
+        the step's env and in journal's own environment (a command may echo ``$HF_TOKEN``)."""
+        found: set[str] = {v for v in listed if v}
+        for source in (env or {}, os.environ if environ is None else environ):
+            for name, value in source.items():
+                if SECRET_NAME.search(name) and len(value) >= MIN_VALUE_LENGTH:
+                    found.add(value)
+        # Longest first, so a value containing another is masked whole.
+        return cls(sorted((v.encode() for v in found), key=len, reverse=True))
+
+    def bytes(self, data: bytes, where: str) -> tuple[bytes, list[dict[str, Any]]]:
+        """``data`` with secrets masked, and what was masked where."""
+        found: list[dict[str, Any]] = []
+        for value in self.values:
+            if value in data:
+                found.append({"kind": "listed-value", "where": where, "count": data.count(value)})
+                data = data.replace(value, MASK_B)
+        for kind, pattern, replacement in _PATTERNS:
+            data, n = pattern.subn(replacement, data)
+            if n:
+                found.append({"kind": kind, "where": where, "count": n})
+        return data, found
+
+    def text(self, value: str, where: str) -> tuple[str, list[dict[str, Any]]]:
+        """A string with secrets masked, and what was masked where."""
+        data, found = self.bytes(value.encode("utf-8", "surrogateescape"), where)
+        return data.decode("utf-8", "surrogateescape"), found
+
+    def env(self, env: Mapping[str, str], where: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """An env mapping with secret-named values replaced whole and other values redacted."""
+        out: dict[str, str] = {}
+        found: list[dict[str, Any]] = []
+        for name, value in env.items():
+            if SECRET_NAME.search(name):
+                out[name] = MASK
+                found.append({"kind": "secret-variable", "where": f"{where}.{name}", "count": 1})
+            else:
+                out[name], more = self.text(value, f"{where}.{name}")
+                found.extend(more)
+        return out, found

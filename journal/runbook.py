@@ -1,0 +1,359 @@
+"""The runbook (``runbook.toml``): the hosts, the ordered steps of the plan, what to redact.
+
+Every error names the file, the line where one can be found, and the key path, and is raised
+as :class:`BadInput` (exit status 2).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from journal.errors import BadInput
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+SSH_TARGET = re.compile(r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$")
+
+TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups"}
+JOURNAL_KEYS = {"name", "redact", "description"}
+HOST_KEYS = {"ssh", "python", "env", "accept_new_host_key", "description"}
+STEP_KEYS = {
+    "name", "run", "env", "cwd", "timeout", "probes", "expect", "hosts", "description",
+    "snapshots",
+}
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine the plan runs on: ``local``, or an SSH target or ``~/.ssh/config`` alias."""
+
+    name: str
+    ssh: str
+    python: str = "python3"
+    env: dict[str, str] = field(default_factory=dict)
+    accept_new_host_key: bool = False
+
+    @property
+    def is_local(self) -> bool:
+        return self.ssh == "local"
+
+    def ssh_parts(self) -> tuple[str | None, str, int | None]:
+        """(user, host, port) of the SSH target; None where ``~/.ssh/config`` decides."""
+        match = SSH_TARGET.match(self.ssh)
+        assert match is not None  # checked when the runbook was read
+        port = match.group("port")
+        return match.group("user"), match.group("host").strip("[]"), int(port) if port else None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the plan: a shell command run on each of its hosts."""
+
+    name: str
+    run: str
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout: float | None = None
+    probes: list[str] = field(default_factory=list)
+    expect: dict[str, Any] = field(default_factory=dict)
+    hosts: list[str] = field(default_factory=list)
+    snapshots: bool = True
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Runbook:
+    """A parsed, validated runbook."""
+
+    path: Path
+    name: str
+    hosts: dict[str, Host]
+    steps: list[Step]
+    redact: list[str] = field(default_factory=list)
+    probes: dict[str, Any] = field(default_factory=dict)
+    benchmarks: dict[str, Any] = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def plan(self) -> list[str]:
+        return [s.name for s in self.steps]
+
+    def step(self, name: str) -> Step:
+        """The step called ``name``; an unknown name suggests the closest."""
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise BadInput(f"{self.path}: no step named {name!r}{suggest(name, self.plan)}")
+
+    def host(self, name: str) -> Host:
+        """The host called ``name``; an unknown name suggests the closest."""
+        if name in self.hosts:
+            return self.hosts[name]
+        raise BadInput(f"{self.path}: no host named {name!r}{suggest(name, list(self.hosts))}")
+
+    def hosts_for(self, step: Step, chosen: list[str], all_hosts: bool) -> list[Host]:
+        """The hosts a step runs on: those named with --host, else the step's, else all."""
+        if chosen:
+            return [self.host(h) for h in dict.fromkeys(chosen)]
+        if step.hosts and not all_hosts:
+            return [self.hosts[h] for h in step.hosts]
+        return list(self.hosts.values())
+
+
+def suggest(name: str, known: list[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest known name, or a list of the known ones."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    if known:
+        return f"; known: {', '.join(known)}"
+    return ""
+
+
+class _Lines:
+    """Finds the line of a key path in the TOML text, for error messages (best effort)."""
+
+    def __init__(self, text: str) -> None:
+        self.where: dict[str, int] = {}
+        table, counts = "", {}
+        for number, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if line.startswith("[["):
+                name = _unquote(line.strip("[] "))
+                counts[name] = counts.get(name, -1) + 1
+                table = f"{name}[{counts[name]}]"
+                self.where.setdefault(table, number)
+            elif line.startswith("["):
+                table = _unquote(line.strip("[] "))
+                self.where.setdefault(table, number)
+            elif "=" in line and not line.startswith("#"):
+                key = _unquote(line.split("=", 1)[0].strip())
+                self.where.setdefault(f"{table}.{key}" if table else key, number)
+
+    def line(self, path: str) -> int | None:
+        while path:
+            if path in self.where:
+                return self.where[path]
+            path = path.rsplit(".", 1)[0] if "." in path else ""
+        return None
+
+
+def _unquote(key: str) -> str:
+    return ".".join(part.strip().strip('"').strip("'") for part in key.split("."))
+
+
+class _Checker:
+    """Type checks with messages that name file, line and key path."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = _Lines(text)
+
+    def fail(self, key: str, message: str) -> BadInput:
+        line = self.lines.line(key)
+        where = f"{self.path}, line {line}" if line else str(self.path)
+        return BadInput(f"{where}, {key}: {message}")
+
+    def table(self, value: Any, key: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table, got {_kind(value)}")
+        return value
+
+    def string(self, value: Any, key: str, *, empty: bool = False) -> str:
+        if not isinstance(value, str):
+            raise self.fail(key, f"expected a string, got {_kind(value)}")
+        if not empty and not value.strip():
+            raise self.fail(key, "must not be empty")
+        return value
+
+    def name(self, value: Any, key: str) -> str:
+        value = self.string(value, key)
+        if not NAME.match(value):
+            raise self.fail(
+                key, f"{value!r} is not a usable name (letters, digits, '.', '_', '-')"
+            )
+        return value
+
+    def strings(self, value: Any, key: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, f"expected a list of strings, got {_kind(value)}")
+        return value
+
+    def env(self, value: Any, key: str) -> dict[str, str]:
+        table = self.table(value, key)
+        for name, item in table.items():
+            if not isinstance(item, str):
+                raise self.fail(
+                    f"{key}.{name}", f"environment values are strings, got {_kind(item)}"
+                )
+        return table
+
+    def known_keys(self, table: dict[str, Any], allowed: set[str], key: str) -> None:
+        for name in table:
+            if name not in allowed:
+                where = f"{key}.{name}" if key else name
+                raise self.fail(
+                    where, f"unknown key {name!r}{suggest(name, sorted(allowed))}"
+                )
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+        list: "a list", dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def load(path: str | Path) -> Runbook:
+    """Read and validate a runbook file."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(
+            f"{path}: no runbook there; write one with `journal init` or name one with --runbook"
+        ) from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read the runbook: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: the runbook is not UTF-8 text (byte {exc.start})") from None
+    return parse(text, path)
+
+
+def parse(text: str, path: Path) -> Runbook:
+    """Validate runbook text; ``path`` is only used in messages."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        found = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        if found:
+            message = message[: found.start()].strip()
+            raise BadInput(
+                f"{path}, line {found.group(1)}, column {found.group(2)}: not valid TOML: {message}"
+            ) from None
+        raise BadInput(f"{path}: not valid TOML: {message}") from None
+    check = _Checker(path, text)
+    check.known_keys(data, TOP_KEYS, "")
+
+    if "journal" not in data:
+        raise check.fail("journal", "missing: the runbook needs a [journal] table with a name")
+    journal = check.table(data["journal"], "journal")
+    check.known_keys(journal, JOURNAL_KEYS, "journal")
+    if "name" not in journal:
+        raise check.fail("journal.name", 'missing: give the journal a name (name = "...")')
+    name = check.name(journal["name"], "journal.name")
+    redact = check.strings(journal.get("redact", []), "journal.redact")
+
+    hosts_table = check.table(data.get("hosts", {}), "hosts")
+    if not hosts_table:
+        raise check.fail(
+            "hosts", 'no hosts: add one, e.g. [hosts.gpu-box] with ssh = "user@host" or "local"'
+        )
+    hosts = {h: _host(check, h, spec) for h, spec in hosts_table.items()}
+
+    steps_value = data.get("steps", [])
+    if not isinstance(steps_value, list):
+        raise check.fail("steps", "steps are an array of tables: write [[steps]], not [steps]")
+    steps: list[Step] = []
+    for index, spec in enumerate(steps_value):
+        step = _step(check, f"steps[{index}]", spec, hosts)
+        if any(s.name == step.name for s in steps):
+            raise check.fail(f"steps[{index}].name", f"a step named {step.name!r} comes earlier")
+        steps.append(step)
+
+    probes = check.table(data.get("probes", {}), "probes")
+    benchmarks = check.table(data.get("benchmarks", {}), "benchmarks")
+    return Runbook(path, name, hosts, steps, redact, probes, benchmarks, text)
+
+
+def _host(check: _Checker, name: str, spec: Any) -> Host:
+    key = f"hosts.{name}"
+    if not NAME.match(name):
+        raise check.fail(key, f"{name!r} is not a usable host name (letters, digits, '.', '_', '-')")
+    spec = check.table(spec, key)
+    check.known_keys(spec, HOST_KEYS, key)
+    if "ssh" not in spec:
+        raise check.fail(key, 'missing ssh: give "user@host", "user@host:port", an alias or "local"')
+    ssh = check.string(spec["ssh"], f"{key}.ssh")
+    if ssh != "local":
+        match = SSH_TARGET.match(ssh)
+        if not match:
+            raise check.fail(f"{key}.ssh", f"{ssh!r} is not user@host[:port], an alias or local")
+        port = match.group("port")
+        if port is not None and not 0 < int(port) < 65536:
+            raise check.fail(f"{key}.ssh", f"port {port} is out of range (1-65535)")
+    python = check.string(spec.get("python", "python3"), f"{key}.python")
+    env = check.env(spec.get("env", {}), f"{key}.env")
+    accept = spec.get("accept_new_host_key", False)
+    if not isinstance(accept, bool):
+        raise check.fail(f"{key}.accept_new_host_key", f"expected true or false, got {_kind(accept)}")
+    return Host(name, ssh, python, env, accept)
+
+
+def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
+    spec = check.table(spec, key)
+    check.known_keys(spec, STEP_KEYS, key)
+    if "name" not in spec:
+        raise check.fail(key, 'missing name: every step needs name = "..."')
+    name = check.name(spec["name"], f"{key}.name")
+    if "run" not in spec:
+        raise check.fail(key, f"step {name!r} has no run: give the shell command it runs")
+    run = check.string(spec["run"], f"{key}.run")
+    env = check.env(spec.get("env", {}), f"{key}.env")
+    cwd = spec.get("cwd")
+    if cwd is not None:
+        cwd = check.string(cwd, f"{key}.cwd")
+    timeout = spec.get("timeout")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise check.fail(f"{key}.timeout", f"expected a number of seconds above 0, got {timeout!r}")
+        timeout = float(timeout)
+    probes = check.strings(spec.get("probes", []), f"{key}.probes")
+    expect = check.table(spec.get("expect", {}), f"{key}.expect")
+    step_hosts = check.strings(spec.get("hosts", []), f"{key}.hosts")
+    for host in step_hosts:
+        if host not in hosts:
+            raise check.fail(f"{key}.hosts", f"no host named {host!r}{suggest(host, list(hosts))}")
+    snapshots = spec.get("snapshots", True)
+    if not isinstance(snapshots, bool):
+        raise check.fail(f"{key}.snapshots", f"expected true or false, got {_kind(snapshots)}")
+    description = check.string(spec.get("description", ""), f"{key}.description", empty=True)
+    return Step(name, run, env, cwd, timeout, probes, expect, step_hosts, snapshots, description)
+
+
+TEMPLATE = '''\
+# runbook.toml: the plan of an upgrade, run and recorded by `journal`.
+# `journal run plan` runs the steps in order and stops at the first failure;
+# `journal run step NAME` runs one; `journal status` shows how far it got.
+
+[journal]
+name = "{name}"
+# Values to blank out of everything recorded (commands, env, output), besides
+# variables named *_TOKEN, *_PASSWORD, *_SECRET, *_KEY, which are always redacted.
+redact = []
+
+# One table per machine. ssh = "user@host", "user@host:port", an alias from
+# ~/.ssh/config, or "local". python is the env being upgraded (probes use it).
+[hosts.this-machine]
+ssh = "local"
+python = "python3"
+# accept_new_host_key = true   # accept (and record) an SSH host key not yet known
+
+[[steps]]
+name = "backup-env"
+run = "mkdir -p backup && python3 -m pip freeze > backup/requirements-before.txt"
+
+[[steps]]
+name = "show-python"
+run = "python3 -c 'import sys; print(sys.version)'"
+# env = { CUDA_HOME = "/usr/local/cuda-13.0" }
+# cwd = "~/work"
+# timeout = 3600               # seconds
+'''

@@ -1,0 +1,228 @@
+"""Running one step of the runbook on one or several hosts, recording everything as events."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from journal.events import HostKeyAccepted, JournalOpened, StepFinished, StepStarted
+from journal.recorder import OutputRecorder
+from journal.redact import Redactor
+from journal.runbook import Host, Runbook, Step
+from journal.store import EventStore
+from journal.transport import ConnectFailed, Outcome, transport_for
+
+#: How long, after Ctrl-C, the hosts get to stop their commands before journal gives up.
+STOP_WAIT_S = 15.0
+
+
+def new_run_id() -> str:
+    """A step run's id: sortable by start time, unique across machines."""
+    return f"{int(time.time() * 1000):x}{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One step on one host, as it ended."""
+
+    run_id: str
+    step: str
+    host: str
+    outcome: Outcome
+
+
+class Echo:
+    """Shows live output in the terminal; with several hosts each line gets a host prefix."""
+
+    def __init__(
+        self,
+        prefix: bool,
+        out: BinaryIO | None = None,
+        err: BinaryIO | None = None,
+    ) -> None:
+        self.prefix = prefix
+        self.out = out or sys.stdout.buffer
+        self.err = err or sys.stderr.buffer
+        self._lock = threading.Lock()
+        self._partial: dict[tuple[str, str], bytes] = {}
+
+    def for_host(self, host: str) -> Callable[[str, bytes], None]:
+        def write(stream: str, data: bytes) -> None:
+            target = self.out if stream == "stdout" else self.err
+            with self._lock:
+                if self.prefix:
+                    data = self._prefixed(host, stream, data)
+                if data:
+                    target.write(data)
+                    target.flush()
+
+        return write
+
+    def _prefixed(self, host: str, stream: str, data: bytes) -> bytes:
+        key = (host, stream)
+        lines = (self._partial.pop(key, b"") + data).split(b"\n")
+        if lines[-1]:
+            self._partial[key] = lines[-1]
+        tag = f"[{host}] ".encode()
+        return b"".join(tag + line + b"\n" for line in lines[:-1])
+
+    def flush_host(self, host: str) -> None:
+        """Write what is left of a host's last line when its step ends."""
+        with self._lock:
+            for stream in ("stdout", "stderr"):
+                rest = self._partial.pop((host, stream), b"")
+                if rest:
+                    target = self.out if stream == "stdout" else self.err
+                    target.write(f"[{host}] ".encode() + rest + b"\n")
+                    target.flush()
+
+
+def ensure_opened(store: EventStore, runbook: Runbook) -> None:
+    """Record ``JournalOpened`` when the journal is new or its plan or hosts changed."""
+    hosts = {name: host.ssh for name, host in runbook.hosts.items()}
+    last = None
+    for rec in store.read(runbook.name, types=["JournalOpened"]):
+        last = rec.event
+    if isinstance(last, JournalOpened) and last.plan == runbook.plan and last.hosts == hosts:
+        return
+    store.append(
+        runbook.name,
+        [JournalOpened(name=runbook.name, runbook=str(runbook.path), hosts=hosts, plan=runbook.plan)],
+    )
+
+
+def run_step(
+    store: EventStore,
+    runbook: Runbook,
+    step: Step,
+    hosts: list[Host],
+    echo: Echo,
+    *,
+    accept_new_host_key: bool = False,
+    plan_run: str | None = None,
+) -> list[StepRun]:
+    """Run ``step`` on every host in parallel; Ctrl-C stops them all and records it."""
+    cancel = threading.Event()
+    results: dict[str, StepRun] = {}
+
+    def work(host: Host) -> None:
+        results[host.name] = _run_on_host(
+            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run
+        )
+
+    threads = [threading.Thread(target=work, args=(h,), name=f"step-{h.name}") for h in hosts]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.1)
+    except KeyboardInterrupt:
+        cancel.set()
+        print("\njournal: interrupting the step on every host…", file=sys.stderr)
+        deadline = time.monotonic() + STOP_WAIT_S
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return [results[h.name] for h in hosts if h.name in results]
+
+
+def _run_on_host(
+    store: EventStore,
+    runbook: Runbook,
+    step: Step,
+    host: Host,
+    echo: Echo,
+    cancel: threading.Event,
+    accept_new_host_key: bool,
+    plan_run: str | None,
+) -> StepRun:
+    journal = runbook.name
+    run_id = new_run_id()
+    env = {**host.env, **step.env}
+    redactor = Redactor.for_run(runbook.redact, env)
+    command, found = redactor.text(step.run, "command")
+    shown_env, more = redactor.env(env, "env")
+    transport = transport_for(host, accept_new_host_key=accept_new_host_key)
+    store.append(
+        journal,
+        [
+            StepStarted(
+                run=run_id, step=step.name, host_name=host.name, target=transport.target,
+                command=command, env=shown_env, cwd=step.cwd, timeout=step.timeout,
+                pid=os.getpid(), machine=socket.gethostname(), plan_run=plan_run,
+                redactions=found + more,
+            )
+        ],
+    )
+
+    def finish(outcome: Outcome) -> StepRun:
+        reason = redactor.text(outcome.reason, "reason")[0] if outcome.reason else None
+        store.append(
+            journal,
+            [
+                StepFinished(
+                    run=run_id, host_name=host.name, status=outcome.status,
+                    exit_code=outcome.exit_code, duration=round(outcome.duration, 6),
+                    signal=outcome.signal, reason=reason,
+                )
+            ],
+        )
+        return StepRun(run_id, step.name, host.name, outcome)
+
+    try:
+        transport.connect()
+    except ConnectFailed as exc:
+        return finish(Outcome("failed", None, 0.0, None, f"could not connect: {exc}"))
+    store.append(
+        journal,
+        [
+            HostKeyAccepted(
+                host_name=host.name, target=key.target, key_type=key.key_type,
+                fingerprint=key.fingerprint, known_hosts=key.known_hosts,
+            )
+            for key in getattr(transport, "accepted", [])
+        ],
+    )
+    recorder = OutputRecorder(
+        lambda chunks: store.append(journal, chunks), run_id, host.name, redactor,
+        echo.for_host(host.name),
+    )
+    started = time.monotonic()
+    try:
+        outcome = transport.run(
+            step.run, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id
+        )
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the step run must be closed
+        outcome = Outcome(
+            "failed", None, time.monotonic() - started, None,
+            f"the transport failed: {type(exc).__name__}: {exc}",
+        )
+    finally:
+        recorder.close()
+        echo.flush_host(host.name)
+        transport.close()
+    return finish(outcome)
+
+
+def exit_status(runs: list[StepRun]) -> int:
+    """0 when every host succeeded; else the first failure's own exit status (or 124 for a
+    timeout, 130 for Ctrl-C, 255 when the host could not be reached, as ssh does)."""
+    for run in runs:
+        outcome = run.outcome
+        if outcome.ok:
+            continue
+        if outcome.status == "interrupted":
+            return 130
+        if outcome.status == "timed-out":
+            return 124
+        if outcome.exit_code:
+            return outcome.exit_code
+        return 255
+    return 0

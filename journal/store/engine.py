@@ -1,0 +1,115 @@
+"""Opening a database: URL or path, SQLite tuned for several writers, schema brought to head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+
+from journal.errors import BadInput
+
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+
+#: How long an SQLite writer waits for another's lock before giving up.
+BUSY_TIMEOUT_MS = 60_000
+
+
+def to_url(db: str) -> str:
+    """A ``--db`` value as an SQLAlchemy URL: a URL stays as it is, a path becomes SQLite."""
+    if "://" in db:
+        return db
+    return f"sqlite:///{Path(db).expanduser().resolve()}"
+
+
+def alembic_config() -> Config:
+    """Alembic's configuration, pointed at the project's ``migrations/`` folder."""
+    if not (MIGRATIONS / "env.py").exists():
+        raise BadInput(f"the schema migrations are missing: no {MIGRATIONS}/env.py")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return cfg
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+        # pysqlite's own implicit BEGIN is turned off so the "begin" hook below decides.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:  # type: ignore[no-untyped-def]
+        # A writer takes the write lock before it reads the last hash, so two processes can
+        # never chain onto the same row; readers keep a plain deferred transaction.
+        if conn.get_execution_options().get("write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+def open_engine(db: str) -> Engine:
+    """An engine for ``db`` with the schema at Alembic's head (upgrading an older database)."""
+    url = to_url(db)
+    try:
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite" and parsed.database:
+            folder = Path(parsed.database).parent
+            if not folder.is_dir():
+                raise BadInput(f"--db {db}: the folder {folder} does not exist")
+        engine = create_engine(url)
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise BadInput(f"--db {db!r} is neither a file path nor a usable SQLAlchemy URL: {exc}")
+    except ImportError as exc:
+        raise BadInput(f"--db {db!r}: the database driver is not installed ({exc})")
+    if engine.dialect.name == "sqlite":
+        _tune_sqlite(engine)
+    try:
+        upgrade_schema(engine)
+    except OperationalError as exc:
+        raise BadInput(f"--db {db}: cannot open the database: {exc.orig}")
+    return engine
+
+
+def head_revision() -> str:
+    """The newest schema revision this version of journal knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision the database is at (None for an empty database)."""
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade_schema(engine: Engine) -> None:
+    """Bring the schema to head; a database newer than this journal is refused."""
+    cfg = alembic_config()
+    head = head_revision()
+    if current_revision(engine) == head:
+        return
+    with engine.connect().execution_options(write=True) as conn:
+        with conn.begin():
+            # Checked again under the write lock: another process may have just done it.
+            current = MigrationContext.configure(conn).get_current_revision()
+            if current == head:
+                return
+            known = {rev.revision for rev in ScriptDirectory.from_config(cfg).walk_revisions()}
+            if current is not None and current not in known:
+                raise BadInput(
+                    f"the database is at schema revision {current}, which this version of "
+                    f"journal does not know (its newest is {head}); upgrade journal"
+                )
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")

@@ -1,0 +1,23 @@
+"""Transports run a command on a host and stream its output: SSH (Fabric) or local."""
+
+from __future__ import annotations
+
+from journal.runbook import Host
+from journal.transport.base import ConnectFailed, Outcome, OutputSink
+from journal.transport.local import LocalTransport
+from journal.transport.ssh import AcceptedKey, SshTransport
+
+__all__ = [
+    "AcceptedKey", "ConnectFailed", "LocalTransport", "Outcome", "OutputSink", "SshTransport",
+    "transport_for",
+]
+
+
+def transport_for(host: Host, *, accept_new_host_key: bool = False) -> LocalTransport | SshTransport:
+    """The transport for a runbook host (not yet connected)."""
+    if host.is_local:
+        return LocalTransport()
+    user, name, port = host.ssh_parts()
+    return SshTransport(
+        user, name, port, accept_new_host_key=accept_new_host_key or host.accept_new_host_key
+    )

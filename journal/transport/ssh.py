@@ -1,0 +1,227 @@
+"""Runs a step on an SSH host through a Fabric ``Connection``, streaming the exact bytes.
+
+Fabric resolves the target (``~/.ssh/config``: HostName, Port, User, IdentityFile, ProxyJump)
+and authenticates; the command runs on a session channel of that connection read directly,
+because Fabric's runner decodes output lossily, keeps it all in memory and reads 1,000 bytes at
+a time. Fabric accepts any host key; here ``known_hosts`` is checked and an unknown key is
+refused unless the runbook or the CLI says to accept it, which is then recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+from fabric import Config, Connection
+
+from journal.transport.base import (
+    INTERRUPT_GRACE_S,
+    POLL_S,
+    READ_SIZE,
+    ConnectFailed,
+    Outcome,
+    OutputSink,
+    outcome_for_exit,
+    shell_script,
+)
+
+CONNECT_TIMEOUT_S = 20
+
+
+@dataclass(frozen=True)
+class AcceptedKey:
+    """A host key accepted on first contact, to be recorded as ``HostKeyAccepted``."""
+
+    target: str
+    key_type: str
+    fingerprint: str
+    known_hosts: str
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """The ``SHA256:…`` fingerprint OpenSSH shows for a key."""
+    return key.fingerprint
+
+
+class _RejectUnknown(paramiko.MissingHostKeyPolicy):
+    def __init__(self, known_hosts: str) -> None:
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client, hostname, key):  # type: ignore[no-untyped-def]
+        raise ConnectFailed(
+            f"the host key of {hostname} ({key.get_name()} {fingerprint(key)}) is not in "
+            f"{self.known_hosts}; check the fingerprint, then add it with a first `ssh` login, "
+            "or accept it on first contact with accept_new_host_key = true for this host in "
+            "the runbook or --accept-new-host-key (the journal records that it did)"
+        )
+
+
+class _AcceptNew(paramiko.MissingHostKeyPolicy):
+    def __init__(self, known_hosts: str, accepted: list[AcceptedKey]) -> None:
+        self.known_hosts = known_hosts
+        self.accepted = accepted
+
+    def missing_host_key(self, client, hostname, key):  # type: ignore[no-untyped-def]
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        path = Path(self.known_hosts).expanduser()
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with path.open("a") as out:
+            out.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        self.accepted.append(
+            AcceptedKey(hostname, key.get_name(), fingerprint(key), str(path))
+        )
+
+
+class SshTransport:
+    """One SSH host of the runbook: ``user@host[:port]`` or an alias from ``~/.ssh/config``."""
+
+    def __init__(
+        self, user: str | None, host: str, port: int | None, *, accept_new_host_key: bool = False
+    ) -> None:
+        self.ssh = f"{user + '@' if user else ''}{host}{':' + str(port) if port else ''}"
+        self.accept_new_host_key = accept_new_host_key
+        self.accepted: list[AcceptedKey] = []
+        self.conn: Connection | None = None
+        self._user, self._host, self._port = user, host, port
+
+    @property
+    def target(self) -> str:
+        if self.conn is None:
+            return self.ssh
+        return f"{self.conn.user}@{self.conn.host}:{self.conn.port}"
+
+    def connect(self) -> None:
+        """Open the connection, checking the host key against ``known_hosts``."""
+        config = Config()
+        if os.environ.get("JOURNAL_SSH_CONFIG"):
+            config = Config(runtime_ssh_path=os.environ["JOURNAL_SSH_CONFIG"])
+        conn = Connection(
+            self._host, user=self._user, port=self._port, config=config,
+            connect_timeout=CONNECT_TIMEOUT_S,
+        )
+        files = str(conn.ssh_config.get("userknownhostsfile", "~/.ssh/known_hosts")).split()
+        client = conn.client
+        for name in files:
+            path = Path(name).expanduser()
+            if path.exists():
+                client.load_host_keys(str(path))
+        known_hosts = files[0]
+        if self.accept_new_host_key:
+            client.set_missing_host_key_policy(_AcceptNew(known_hosts, self.accepted))
+        else:
+            client.set_missing_host_key_policy(_RejectUnknown(known_hosts))
+        where = f"{conn.user}@{conn.host}:{conn.port}"
+        try:
+            conn.open()
+        except ConnectFailed:
+            raise
+        except paramiko.BadHostKeyException as exc:
+            raise ConnectFailed(
+                f"the host key of {where} has CHANGED: it offered {exc.key.get_name()} "
+                f"{fingerprint(exc.key)} where {known_hosts} has {fingerprint(exc.expected_key)}; "
+                "refusing to connect (the host was reinstalled, or someone is in the middle)"
+            ) from None
+        except paramiko.AuthenticationException as exc:
+            raise ConnectFailed(f"{where} refused our keys: {exc}") from None
+        except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
+            raise ConnectFailed(f"cannot reach {where}: {exc or type(exc).__name__}") from None
+        self.conn = conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+    def _signal_remote(self, pidfile: str, sig: str) -> None:
+        """Send ``sig`` to the command's whole process group through a second channel."""
+        assert self.conn is not None
+        try:
+            chan = self.conn.create_session()
+            chan.exec_command(
+                f"pgid=$(cat {pidfile} 2>/dev/null) && kill -{sig} -- -$pgid 2>/dev/null"
+            )
+            chan.recv_exit_status()
+            chan.close()
+        except (paramiko.SSHException, OSError, EOFError):
+            pass  # the connection is gone; nothing more can be sent
+
+    def run(
+        self,
+        command: str,
+        env: Mapping[str, str],
+        cwd: str | None,
+        timeout: float | None,
+        sink: OutputSink,
+        cancel: threading.Event,
+        *,
+        run_id: str = "step",
+    ) -> Outcome:
+        assert self.conn is not None, "connect() first"
+        start = time.monotonic()
+        pidfile = shlex.quote(f"/tmp/journal-{run_id}.pid")
+        # sshd makes the login shell a session leader, so its pid ($$) is the process group of
+        # everything the step starts: that is what Ctrl-C and timeouts signal.
+        script = (
+            f"printf '%s' $$ > {pidfile}\n(\n{shell_script(command, env, cwd)}\n)\n"
+            f"rc=$?\nrm -f {pidfile}\nexit $rc"
+        )
+        transport = self.conn.transport
+        chan = self.conn.create_session()
+        chan.exec_command(script)
+        fd = chan.fileno()
+        stopping_since: float | None = None
+        timed_out = False
+        escalated = 0
+        signals = ("INT", "TERM", "KILL")
+        while True:
+            while chan.recv_ready():
+                sink.feed("stdout", chan.recv(READ_SIZE))
+            while chan.recv_stderr_ready():
+                sink.feed("stderr", chan.recv_stderr(READ_SIZE))
+            sink.tick()
+            if chan.closed or (chan.exit_status_ready() and chan.eof_received):
+                if not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
+                continue
+            if not transport.is_active():
+                break
+            now = time.monotonic()
+            if stopping_since is None:
+                if cancel.is_set() or (timeout is not None and now - start > timeout):
+                    timed_out = not cancel.is_set()
+                    stopping_since = now
+                    self._signal_remote(pidfile, signals[0])
+            elif escalated < 2 and now - stopping_since > INTERRUPT_GRACE_S * (escalated + 1):
+                escalated += 1
+                self._signal_remote(pidfile, signals[escalated])
+            select.select([fd], [], [], POLL_S)
+        duration = time.monotonic() - start
+        status = chan.exit_status if chan.status_event.is_set() else -1
+        chan.close()
+        stopped = stopping_since is not None
+        if status == -1 and not transport.is_active():
+            return Outcome(
+                "failed", None, duration, None,
+                f"the connection to {self.target} was lost after {duration:.1f} s; "
+                "the command may still be running there",
+            )
+        if status == -1:
+            # sshd sent exit-signal (which paramiko does not parse): the shell itself was killed
+            return outcome_for_exit(
+                None, duration, cancelled=stopped and not timed_out, timed_out=timed_out,
+                timeout=timeout,
+            ) if stopped else Outcome(
+                "failed", None, duration, None, "the remote shell was killed by a signal"
+            )
+        return outcome_for_exit(
+            status, duration, cancelled=stopped and not timed_out, timed_out=timed_out,
+            timeout=timeout,
+        )
+
