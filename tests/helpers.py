@@ -1,0 +1,53 @@
+"""Running the real `journal` command line in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+JOURNAL = [sys.executable, "-m", "journal"]
+
+
+def journal(
+    *args: str,
+    db: Path | str | None = None,
+    runbook: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `journal ARGS` with the given database and runbook; output captured as bytes."""
+    cmd = [*JOURNAL]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    if runbook is not None:
+        cmd += ["--runbook", str(runbook)]
+    return subprocess.run(
+        [*cmd, *args],
+        env=dict(env if env is not None else os.environ),
+        cwd=cwd,
+        capture_output=True,
+        timeout=timeout,
+    )
+
+
+def write_runbook(folder: Path, text: str, name: str = "runbook.toml") -> Path:
+    """Write a runbook into `folder` and return its path."""
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def no_traceback(result: subprocess.CompletedProcess[bytes]) -> bool:
+    return b"Traceback" not in result.stderr and b"Traceback" not in result.stdout
+
+
+def run_all(commands: Sequence[Sequence[str]], **kwargs) -> list[subprocess.CompletedProcess[bytes]]:  # type: ignore[no-untyped-def]
+    return [journal(*c, **kwargs) for c in commands]
