@@ -113,23 +113,38 @@ def run_step(
     results: dict[str, StepRun] = {}
 
     def work(host: Host) -> None:
-        results[host.name] = _run_on_host(
-            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run
-        )
+        try:
+            results[host.name] = _run_on_host(
+                store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run
+            )
+        finally:
+            done.release()
 
-    threads = [threading.Thread(target=work, args=(h,), name=f"step-{h.name}") for h in hosts]
+    # Waiting by polling a semaphore with sleep, not Thread.join: a join interrupted by Ctrl-C
+    # can leave CPython 3.11 believing the thread has ended.
+    done = threading.Semaphore(0)
+    threads = [
+        threading.Thread(target=work, args=(h,), name=f"step-{h.name}", daemon=True)
+        for h in hosts
+    ]
     for thread in threads:
         thread.start()
+    finished = 0
+
+    def wait(deadline: float) -> None:
+        nonlocal finished
+        while finished < len(threads) and time.monotonic() < deadline:
+            if done.acquire(blocking=False):
+                finished += 1
+            else:
+                time.sleep(0.05)
+
     try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.1)
+        wait(float("inf"))
     except KeyboardInterrupt:
         cancel.set()
         print("\njournal: interrupting the step on every host…", file=sys.stderr)
-        deadline = time.monotonic() + STOP_WAIT_S
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        wait(time.monotonic() + STOP_WAIT_S)
     return [results[h.name] for h in hosts if h.name in results]
 
 

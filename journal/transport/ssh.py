@@ -86,27 +86,24 @@ class SshTransport:
     def __init__(
         self, user: str | None, host: str, port: int | None, *, accept_new_host_key: bool = False
     ) -> None:
-        self.ssh = f"{user + '@' if user else ''}{host}{':' + str(port) if port else ''}"
         self.accept_new_host_key = accept_new_host_key
         self.accepted: list[AcceptedKey] = []
-        self.conn: Connection | None = None
-        self._user, self._host, self._port = user, host, port
+        config = Config()
+        if os.environ.get("JOURNAL_SSH_CONFIG"):
+            config = Config(runtime_ssh_path=os.environ["JOURNAL_SSH_CONFIG"])
+        # Building the Connection reads ~/.ssh/config (HostName, Port, User) but opens nothing.
+        self.conn = Connection(
+            host, user=user, port=port, config=config, connect_timeout=CONNECT_TIMEOUT_S
+        )
 
     @property
     def target(self) -> str:
-        if self.conn is None:
-            return self.ssh
+        """``user@host:port`` as resolved through ``~/.ssh/config``."""
         return f"{self.conn.user}@{self.conn.host}:{self.conn.port}"
 
     def connect(self) -> None:
         """Open the connection, checking the host key against ``known_hosts``."""
-        config = Config()
-        if os.environ.get("JOURNAL_SSH_CONFIG"):
-            config = Config(runtime_ssh_path=os.environ["JOURNAL_SSH_CONFIG"])
-        conn = Connection(
-            self._host, user=self._user, port=self._port, config=config,
-            connect_timeout=CONNECT_TIMEOUT_S,
-        )
+        conn = self.conn
         files = str(conn.ssh_config.get("userknownhostsfile", "~/.ssh/known_hosts")).split()
         client = conn.client
         for name in files:
@@ -133,20 +130,19 @@ class SshTransport:
             raise ConnectFailed(f"{where} refused our keys: {exc}") from None
         except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
             raise ConnectFailed(f"cannot reach {where}: {exc or type(exc).__name__}") from None
-        self.conn = conn
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
+        self.conn.close()
 
     def _signal_remote(self, pidfile: str, sig: str) -> None:
         """Send ``sig`` to the command's whole process group through a second channel."""
-        assert self.conn is not None
+        self._run_quietly(f"pgid=$(cat {pidfile} 2>/dev/null) && kill -{sig} -- -$pgid 2>/dev/null")
+
+    def _run_quietly(self, command: str) -> None:
+        """Run a short housekeeping command on a second channel, ignoring what it says."""
         try:
             chan = self.conn.create_session()
-            chan.exec_command(
-                f"pgid=$(cat {pidfile} 2>/dev/null) && kill -{sig} -- -$pgid 2>/dev/null"
-            )
+            chan.exec_command(command)
             chan.recv_exit_status()
             chan.close()
         except (paramiko.SSHException, OSError, EOFError):
@@ -163,7 +159,6 @@ class SshTransport:
         *,
         run_id: str = "step",
     ) -> Outcome:
-        assert self.conn is not None, "connect() first"
         start = time.monotonic()
         pidfile = shlex.quote(f"/tmp/journal-{run_id}.pid")
         # sshd makes the login shell a session leader, so its pid ($$) is the process group of
@@ -206,6 +201,8 @@ class SshTransport:
         status = chan.exit_status if chan.status_event.is_set() else -1
         chan.close()
         stopped = stopping_since is not None
+        if stopped and transport.is_active():
+            self._run_quietly(f"rm -f {pidfile}")  # the killed wrapper could not remove it
         if status == -1 and not transport.is_active():
             return Outcome(
                 "failed", None, duration, None,
