@@ -1,0 +1,61 @@
+"""`journal demo`: the seed's upgrade re-enacted with real uv against stand-in wheels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from journal.events import OutputChunk, StepFinished, StepStarted
+from journal.recorder import decode
+from journal.store import EventStore
+from tests.helpers import journal, text
+
+
+def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    result = journal("demo", str(folder))
+    assert result.returncode == 0, text(result.stderr)
+    assert b"install-torch" in result.stdout and b"verify-torch-again" in result.stdout
+
+    store = EventStore(str(folder / "journal.db"))
+    try:
+        records = list(store.read("cuda13-demo"))
+        assert store.verify().ok
+    finally:
+        store.close()
+    runs = {r.event.run: r.event.step for r in records if isinstance(r.event, StepStarted)}
+    assert list(runs.values()) == [
+        "backup-env", "install-torch", "verify-torch", "reinstall-torch", "verify-torch-again",
+    ]
+    out: dict[str, bytes] = dict.fromkeys(runs.values(), b"")
+    for rec in records:
+        if isinstance(rec.event, OutputChunk):
+            out[runs[rec.event.run]] += decode(rec.event)
+    statuses = [r.event.status for r in records if isinstance(r.event, StepFinished)]
+    assert statuses == ["succeeded"] * 5
+
+    # uv said it had nothing to do, and torch stayed on the old variant...
+    assert b"Checked 3 packages" in out["install-torch"] or b"Audited 3" in out["install-torch"]
+    assert b"torch: 2.10.0+cu128" in out["verify-torch"]
+    assert b"NCCL: (2, 22, 3)" in out["verify-torch"]
+    # ...until --reinstall swapped it and quietly downgraded numpy and pillow.
+    assert b"+ torch==2.12.0.dev20260226+cu130" in out["reinstall-torch"]
+    assert b"- numpy==2.4.2" in out["reinstall-torch"] and b"+ numpy==2.4.1" in out["reinstall-torch"]
+    assert b"+ nvidia-nccl-cu13==2.28.9" in out["reinstall-torch"]
+    assert b"torch: 2.12.0.dev20260226+cu130" in out["verify-torch-again"]
+    assert b"CUDA: 13.0" in out["verify-torch-again"]
+    assert b"NCCL: (2, 28, 9)" in out["verify-torch-again"]
+    assert b"torch==2.10.0+cu128" in out["backup-env"]
+
+    # A second run starts afresh in the same folder.
+    again = journal("demo", str(folder))
+    assert again.returncode == 0, text(again.stderr)
+    status = journal("status", db=folder / "journal.db", runbook=folder / "runbook.toml")
+    assert b"5/5 steps done" in status.stdout, text(status.stdout)
+
+
+def test_the_demo_refuses_a_folder_that_is_not_its_own(tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    result = journal("demo", str(tmp_path))
+    assert result.returncode == 2
+    assert b"not a journal demo folder" in result.stderr
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
