@@ -19,6 +19,12 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {}
 
 GENESIS = "0" * 64
 
+# Made once: ``json.dumps`` with options builds a new encoder on every call (a noticeable
+# part of appending one event). Same options, so the same bytes, so the same hashes.
+_HEAD_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_PAYLOAD_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+_FIELDS: dict[type[Event], tuple[str, ...]] = {}
+
 
 @dataclass(frozen=True)
 class Recorded:
@@ -37,7 +43,11 @@ class UnknownEvent(ValueError):
 
 def to_payload(event: Event) -> dict[str, Any]:
     """The JSON payload of an event (its dataclass fields)."""
-    return {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
+    cls = type(event)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return {name: getattr(event, name) for name in names}
 
 
 def from_row(type_: str, version: int, payload: dict[str, Any]) -> Event:
@@ -62,15 +72,13 @@ def canonical(
     payload_json: str,
 ) -> bytes:
     """The bytes a row's hash covers: every column but the sequence and the hash itself."""
-    head = json.dumps(
-        [journal, type_, version, ts, host, run_id], ensure_ascii=False, separators=(",", ":")
-    )
+    head = _HEAD_JSON.encode([journal, type_, version, ts, host, run_id])
     return (head + "\n" + payload_json).encode("utf-8", "surrogatepass")
 
 
 def dump_payload(payload: dict[str, Any]) -> str:
     """Canonical JSON text of a payload: sorted keys, no spaces."""
-    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _PAYLOAD_JSON.encode(payload)
 
 
 def chain_hash(prev_hash: str, canonical_bytes: bytes) -> str:

@@ -1,6 +1,6 @@
 """Turns a step's streamed output into ``OutputChunk`` events: batched, redacted, byte-exact.
 
-Output is flushed at least every ``FLUSH_S`` seconds and whenever a stream holds
+Complete lines are flushed at least every ``FLUSH_S`` seconds and whenever a stream holds
 ``MAX_CHUNK`` bytes, so a recorder killed mid-step loses at most the last fraction of a second,
 and a 100 MB log costs a few hundred events, not millions.
 """
@@ -15,6 +15,7 @@ from journal.events import OutputChunk
 from journal.redact import Redactor
 
 FLUSH_S = 0.2
+PARTIAL_HOLD_S = 1.0
 MAX_CHUNK = 256 * 1024
 
 
@@ -44,7 +45,12 @@ def _utf8_tail(data: bytes) -> int:
 
 
 class OutputRecorder:
-    """Buffers one step run's output per stream and appends it as chunks."""
+    """Buffers one step run's output per stream and appends it as chunks.
+
+    Complete lines are stored within ``FLUSH_S``. A line still being printed (no newline yet)
+    is held up to ``PARTIAL_HOLD_S``, so that a secret printed in pieces is redacted whole;
+    a line longer than ``MAX_CHUNK`` is cut at its last blank, where secrets do not straddle.
+    """
 
     def __init__(
         self,
@@ -61,7 +67,8 @@ class OutputRecorder:
         self.echo = echo
         self.start = time.monotonic()
         self._buffers: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
-        self._first: dict[str, float] = {}
+        self._first: dict[str, float] = {}  # when the buffer's first byte arrived
+        self._line: dict[str, float] = {}  # when the buffer's unfinished last line began
         self._last_flush = self.start
         self.bytes = {"stdout": 0, "stderr": 0}
 
@@ -69,8 +76,11 @@ class OutputRecorder:
         if self.echo is not None:
             self.echo(stream, data)
         buf = self._buffers[stream]
+        now = time.monotonic() - self.start
         if not buf:
-            self._first[stream] = time.monotonic() - self.start
+            self._first[stream] = now
+        if not buf or buf[-1:] in (b"\n", b"\r") or _line_end(data) >= 0:
+            self._line[stream] = now
         buf += data
         self.bytes[stream] += len(data)
         if len(buf) >= MAX_CHUNK:
@@ -82,20 +92,34 @@ class OutputRecorder:
         if time.monotonic() - self._last_flush >= FLUSH_S:
             self.flush()
 
+    def _cut(self, stream: str, buf: bytearray, final: bool) -> int:
+        """How many bytes of ``buf`` to store now."""
+        if final:
+            return len(buf)
+        lines = _line_end(buf) + 1
+        held = len(buf) - lines
+        age = time.monotonic() - self.start - self._line.get(stream, 0.0)
+        if held and age >= PARTIAL_HOLD_S:
+            return len(buf) - _utf8_tail(buf)
+        if lines == 0 and len(buf) >= MAX_CHUNK:
+            blank = max(buf.rfind(b" "), buf.rfind(b"\t"))
+            return blank + 1 if blank > 0 else len(buf) - _utf8_tail(buf)
+        return lines
+
     def flush(self, only: str | None = None, final: bool = False) -> None:
-        """Append what is buffered (of one stream, or all) as chunk events."""
+        """Append what is ready (of one stream, or all) as chunk events."""
         chunks = []
         for stream, buf in self._buffers.items():
             if not buf or (only is not None and stream != only):
                 continue
-            keep = 0 if final else _utf8_tail(buf)
-            data = bytes(buf[: len(buf) - keep])
-            t = self._first[stream]
-            del buf[: len(data)]
-            if buf:
-                self._first[stream] = time.monotonic() - self.start
-            if not data:
+            cut = self._cut(stream, buf, final)
+            if not cut:
                 continue
+            data = bytes(buf[:cut])
+            t = self._first[stream]
+            del buf[:cut]
+            if buf:
+                self._first[stream] = self._line.get(stream, t)
             clean, redactions = self.redactor.bytes(data, stream)
             text, encoding = encode(clean)
             chunks.append(
@@ -110,5 +134,10 @@ class OutputRecorder:
             self._last_flush = time.monotonic()
 
     def close(self) -> None:
-        """Flush everything left, incomplete characters included."""
+        """Flush everything left, unfinished lines and characters included."""
         self.flush(final=True)
+
+
+def _line_end(data: bytes | bytearray) -> int:
+    """Index of the last newline or carriage return (progress bars end lines with it), or -1."""
+    return max(data.rfind(b"\n"), data.rfind(b"\r"))

@@ -126,6 +126,7 @@ class _Lines:
                 name = _unquote(line.strip("[] "))
                 counts[name] = counts.get(name, -1) + 1
                 table = f"{name}[{counts[name]}]"
+                self.where.setdefault(name, number)
                 self.where.setdefault(table, number)
             elif line.startswith("["):
                 table = _unquote(line.strip("[] "))
@@ -222,7 +223,10 @@ def load(path: str | Path) -> Runbook:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: the runbook is not UTF-8 text (byte {exc.start})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise BadInput(
+            f"{path}, line {line}: the runbook is not UTF-8 text (byte {exc.start})"
+        ) from None
     return parse(text, path)
 
 
@@ -280,7 +284,9 @@ def _host(check: _Checker, name: str, spec: Any) -> Host:
     spec = check.table(spec, key)
     check.known_keys(spec, HOST_KEYS, key)
     if "ssh" not in spec:
-        raise check.fail(key, 'missing ssh: give "user@host", "user@host:port", an alias or "local"')
+        raise check.fail(
+            f"{key}.ssh", 'missing: give "user@host", "user@host:port", an alias or "local"'
+        )
     ssh = check.string(spec["ssh"], f"{key}.ssh")
     if ssh != "local":
         match = SSH_TARGET.match(ssh)
@@ -301,10 +307,10 @@ def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
     spec = check.table(spec, key)
     check.known_keys(spec, STEP_KEYS, key)
     if "name" not in spec:
-        raise check.fail(key, 'missing name: every step needs name = "..."')
+        raise check.fail(f"{key}.name", 'missing: every step needs name = "..."')
     name = check.name(spec["name"], f"{key}.name")
     if "run" not in spec:
-        raise check.fail(key, f"step {name!r} has no run: give the shell command it runs")
+        raise check.fail(f"{key}.run", f"missing: step {name!r} needs the shell command it runs")
     run = check.string(spec["run"], f"{key}.run")
     env = check.env(spec.get("env", {}), f"{key}.env")
     cwd = spec.get("cwd")

@@ -16,8 +16,9 @@ from journal.events import NoteAdded
 from journal.projections.progress import progress
 from journal.projections.timeline import project, settle
 from journal.runbook import TEMPLATE, parse
-from journal.service.plan import run_plan as run_plan_service
-from journal.service.steps import Echo, ensure_opened, exit_status, run_step as run_step_service
+
+# journal.service (Fabric, SQLAlchemy) is imported inside the commands that run steps, so a
+# command refused for bad input answers at once instead of after the heavy imports.
 
 
 def init(ctx: Context, args: argparse.Namespace) -> int:
@@ -30,6 +31,8 @@ def init(ctx: Context, args: argparse.Namespace) -> int:
         raise BadInput(f"{target} already exists; `journal init` never overwrites a runbook")
     name = "".join(c if c.isalnum() or c in "._-" else "-" for c in folder.resolve().name) or "upgrade"
     text = TEMPLATE.replace("{name}", name.strip("-._") or "upgrade")
+    from journal.service.steps import ensure_opened
+
     runbook = parse(text, target)
     target.write_text(text)
     if not ctx.db_given:
@@ -44,6 +47,9 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
     step = runbook.step(args.name)
     hosts = runbook.hosts_for(step, args.host, args.all_hosts)
+    from journal.service.steps import Echo, ensure_opened, exit_status
+    from journal.service.steps import run_step as run_step_service
+
     ensure_opened(ctx.store, runbook)
     runs = run_step_service(
         ctx.store, runbook, step, hosts, Echo(prefix=len(hosts) > 1),
@@ -58,6 +64,18 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
 
 def run_plan(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
+    # Names are checked before the journal is opened: bad input records nothing.
+    for name in (args.from_step, args.to_step):
+        if name is not None:
+            runbook.step(name)
+    if args.from_step and args.to_step:
+        if runbook.plan.index(args.to_step) < runbook.plan.index(args.from_step):
+            raise BadInput(f"--to {args.to_step} comes before --from {args.from_step} in the plan")
+    for name in args.host:
+        runbook.host(name)
+    from journal.service.plan import run_plan as run_plan_service
+    from journal.service.steps import ensure_opened
+
     ensure_opened(ctx.store, runbook)
     return run_plan_service(
         ctx.store, runbook, from_step=args.from_step, to_step=args.to_step, chosen=args.host,
@@ -124,6 +142,7 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def verify(ctx: Context, args: argparse.Namespace) -> int:
+    ctx.require_db()
     report = ctx.store.verify()
     if report.ok:
         print(f"{ctx.db}: {report.checked} events, hash chain intact, schema at head")
@@ -135,6 +154,7 @@ def verify(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def rebuild(ctx: Context, args: argparse.Namespace) -> int:
+    ctx.require_db()
     started = time.perf_counter()
     total = 0
     for journal in ctx.store.journals():

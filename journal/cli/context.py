@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.runbook import Runbook, load
-from journal.store import EventStore
+
+if TYPE_CHECKING:
+    from journal.store import EventStore
 
 
 @dataclass
@@ -25,6 +28,10 @@ class Context:
     @property
     def store(self) -> EventStore:
         if self._store is None:
+            # Imported here: SQLAlchemy and Alembic take most of a second to import, and a
+            # command refused for bad input (or `--help`) should not wait for them.
+            from journal.store import EventStore
+
             self._store = EventStore(self.db)
         return self._store
 
@@ -43,6 +50,7 @@ class Context:
             return self.journal_name
         if self.has_runbook():
             return self.runbook.name
+        self.require_db(f"there is no runbook at {self.runbook_path} and ")
         names = self.store.journals()
         if len(names) == 1:
             return names[0]
@@ -55,6 +63,17 @@ class Context:
             f"no runbook at {self.runbook_path} and the database holds several journals "
             f"({', '.join(names)}); pick one with --journal NAME"
         )
+
+    def require_db(self, why: str = "") -> None:
+        """Bad input when ``--db`` names an SQLite file that is not there: a command that only
+        reads (verify, rebuild, status without a runbook) must not create an empty database
+        at a mistyped path and report on that."""
+        path = self.db.removeprefix("sqlite:///") if self.db.startswith("sqlite:///") else self.db
+        if "://" not in path and not Path(path).expanduser().exists():
+            raise BadInput(
+                f"{why}there is no database at {path}; `journal init` creates one, "
+                "or name one with --db (env JOURNAL_DB)"
+            )
 
     def close(self) -> None:
         if self._store is not None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine, func, select, text
+from sqlalchemy.pool import PoolProxiedConnection
 
 from journal.events import Event
 from journal.mapper import (
@@ -25,10 +27,15 @@ from journal.store.schema import events
 
 __all__ = ["EventStore", "Recorded", "VerifyReport", "utc_now"]
 
+_COLUMNS = ("journal", "type", "version", "ts", "host", "run_id", "payload", "hash")
+_INSERT = f"INSERT INTO events ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_LAST_HASH = "SELECT hash FROM events ORDER BY seq DESC LIMIT 1"
+
 
 def utc_now() -> str:
     """The current UTC time as stored: ISO 8601 with microseconds and a ``Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat is a third cheaper than strftime and gives the same text ("+00:00" -> "Z").
+    return datetime.now(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 @dataclass(frozen=True)
@@ -50,44 +57,82 @@ class EventStore:
         self.db = db
         self.engine: Engine = open_engine(db)
         self._lock = threading.Lock()
+        self._raw: PoolProxiedConnection | None = None
+        self._raw_pid = 0
 
     def close(self) -> None:
+        if self._raw is not None and self._raw_pid == os.getpid():
+            self._raw.close()
+        self._raw = None
         self.engine.dispose()
 
     def append(self, journal: str, batch: Sequence[Event], ts: str | None = None) -> None:
         """Append ``batch`` in one transaction, chained onto the newest event in the store."""
         if not batch:
             return
-        with self._lock, self.engine.connect().execution_options(write=True) as conn:
+        # Payloads are serialised before the write lock is taken, so it is held for less.
+        prepared = [(ev, dump_payload(to_payload(ev))) for ev in batch]
+        with self._lock:
+            if self.engine.dialect.driver == "pysqlite":
+                self._append_sqlite(journal, prepared, ts)
+            else:
+                self._append_any(journal, prepared, ts)
+
+    @staticmethod
+    def _chained(
+        prev: str, journal: str, prepared: list[tuple[Event, str]], ts: str | None
+    ) -> list[tuple[str, str, int, str, str | None, str | None, str, str]]:
+        """The rows (in ``_INSERT``'s column order), each sealing the one before; stamped here,
+        under the write lock, so timestamps follow the global sequence."""
+        rows = []
+        for ev, payload in prepared:
+            stamp = ts or utc_now()
+            host, run_id = ev.host, ev.run_id
+            prev = chain_hash(
+                prev, canonical(journal, ev.type, ev.version, stamp, host, run_id, payload)
+            )
+            rows.append((journal, ev.type, ev.version, stamp, host, run_id, payload, prev))
+        return rows
+
+    def _writer(self):  # type: ignore[no-untyped-def]
+        """The sqlite3 connection this process appends through, opened once and kept."""
+        if self._raw is None or self._raw_pid != os.getpid():
+            # Opened through the engine, so it has the engine's pragmas (WAL, busy timeout)
+            # and pysqlite's implicit transactions turned off.
+            self._raw, self._raw_pid = self.engine.raw_connection(), os.getpid()
+        return self._raw.driver_connection
+
+    def _append_sqlite(
+        self, journal: str, prepared: list[tuple[Event, str]], ts: str | None
+    ) -> None:
+        # Straight through the sqlite3 module: SQLAlchemy's per-statement overhead was most
+        # of the cost of a one-event append (3,000/s through it, 16,000/s without).
+        # BEGIN IMMEDIATE takes the write lock before the last hash is read, so two
+        # processes can never chain onto the same row.
+        conn = self._writer()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            last = conn.execute(_LAST_HASH).fetchone()
+            rows = self._chained(last[0] if last else GENESIS, journal, prepared, ts)
+            conn.executemany(_INSERT, rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _append_any(self, journal: str, prepared: list[tuple[Event, str]], ts: str | None) -> None:
+        with self.engine.connect().execution_options(write=True) as conn:
             with conn.begin():
                 if conn.dialect.name == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(7411)"))
                 prev = conn.execute(
                     select(events.c.hash).order_by(events.c.seq.desc()).limit(1)
                 ).scalar()
-                prev = prev or GENESIS
-                rows = []
-                for ev in batch:
-                    stamp = ts or utc_now()
-                    payload = dump_payload(to_payload(ev))
-                    digest = chain_hash(
-                        prev,
-                        canonical(journal, ev.type, ev.version, stamp, ev.host, ev.run_id, payload),
-                    )
-                    rows.append(
-                        {
-                            "journal": journal,
-                            "type": ev.type,
-                            "version": ev.version,
-                            "ts": stamp,
-                            "host": ev.host,
-                            "run_id": ev.run_id,
-                            "payload": payload,
-                            "hash": digest,
-                        }
-                    )
-                    prev = digest
-                conn.execute(events.insert(), rows)
+                rows = self._chained(prev or GENESIS, journal, prepared, ts)
+                conn.execute(
+                    events.insert(), [dict(zip(_COLUMNS, row, strict=True)) for row in rows]
+                )
 
     def read(
         self,
@@ -153,7 +198,7 @@ class EventStore:
             for trigger in ("events_no_update", "events_no_delete"):
                 if trigger not in found:
                     problems.append(f"the trigger {trigger} that refuses changes is missing")
-        prev, checked = GENESIS, 0
+        prev, checked, last_seq, broken = GENESIS, 0, 0, False
         with self.engine.connect() as conn:
             rows = conn.execution_options(yield_per=5000).execute(
                 select(events).order_by(events.c.seq)
@@ -168,11 +213,40 @@ class EventStore:
                     ),
                 )
                 if expected != row.hash:
-                    problems.append(
-                        f"event {row.seq} ({row.type} in journal {row.journal!r}, {row.ts}) "
-                        "does not match its hash: it, or an event before it, was changed or "
-                        "removed after it was written"
-                    )
+                    if row.seq > last_seq + 1:
+                        # Sequences can skip on some databases, so a gap is only named when
+                        # the chain breaks across it.
+                        missing = (
+                            f"event {last_seq + 1}" if row.seq == last_seq + 2
+                            else f"events {last_seq + 1} to {row.seq - 1}"
+                        )
+                        onto = f"event {last_seq}" if last_seq else "the start of the chain"
+                        problems.append(
+                            f"{missing} removed: event {row.seq} ({row.type} in journal "
+                            f"{row.journal!r}, {row.ts}) does not chain onto {onto}"
+                        )
+                    else:
+                        problems.append(
+                            f"event {row.seq} ({row.type} in journal {row.journal!r}, {row.ts}) "
+                            "does not match its hash: it, or an event before it, was changed "
+                            "or removed after it was written"
+                        )
+                    broken = True
                     break
-                prev = row.hash
+                prev, last_seq = row.hash, row.seq
+            if not broken and self.engine.dialect.name == "sqlite":
+                # AUTOINCREMENT remembers the highest sequence ever given out, so removing the
+                # newest events (which the chain alone cannot show) leaves a trace here.
+                issued = conn.execute(
+                    text("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+                ).scalar()
+                if issued is not None and issued > last_seq:
+                    gone = (
+                        f"event {issued} was" if issued == last_seq + 1
+                        else f"events {last_seq + 1} to {issued} were"
+                    )
+                    problems.append(
+                        f"{gone} written and removed since: the newest events are missing "
+                        f"(the last one left is event {last_seq})"
+                    )
         return VerifyReport(checked=checked, problems=problems)

@@ -68,15 +68,17 @@ def open_engine(db: str) -> Engine:
                 raise BadInput(f"--db {db}: the folder {folder} does not exist")
         engine = create_engine(url)
     except (ArgumentError, NoSuchModuleError) as exc:
-        raise BadInput(f"--db {db!r} is neither a file path nor a usable SQLAlchemy URL: {exc}")
+        raise BadInput(
+            f"--db {db!r} is neither a file path nor a usable SQLAlchemy URL: {exc}"
+        ) from None
     except ImportError as exc:
-        raise BadInput(f"--db {db!r}: the database driver is not installed ({exc})")
+        raise BadInput(f"--db {db!r}: the database driver is not installed ({exc})") from None
     if engine.dialect.name == "sqlite":
         _tune_sqlite(engine)
     try:
         upgrade_schema(engine)
     except OperationalError as exc:
-        raise BadInput(f"--db {db}: cannot open the database: {exc.orig}")
+        raise BadInput(f"--db {db}: cannot open the database: {exc.orig}") from None
     return engine
 
 

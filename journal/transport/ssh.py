@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import select
 import shlex
-import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -128,7 +127,7 @@ class SshTransport:
             ) from None
         except paramiko.AuthenticationException as exc:
             raise ConnectFailed(f"{where} refused our keys: {exc}") from None
-        except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
+        except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
             raise ConnectFailed(f"cannot reach {where}: {exc or type(exc).__name__}") from None
 
     def close(self) -> None:
