@@ -50,10 +50,11 @@ def run_plan(
             say(f"skip {step.name}: already succeeded on {', '.join(h.name for h in hosts)} ({at})")
             first += 1
         if first > last:
-            say(
-                f"the plan is done: all {last + 1} steps have succeeded; "
-                "`journal run plan --from NAME` runs again from a step"
-            )
+            if last == len(plan) - 1:
+                done = f"the plan is done: all {len(plan)} of its steps have succeeded"
+            else:
+                done = f"nothing to run: every step up to {plan[last]} has succeeded"
+            say(f"{done}; `journal run plan --from NAME` runs again from a step")
             return 0
 
     plan_run = new_run_id()
