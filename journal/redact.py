@@ -17,10 +17,13 @@ MASK_B = MASK.encode()
 #: Variable names whose values are secrets: HF_TOKEN, WANDB_API_KEY, DB_PASSWORD, …
 SECRET_NAME = re.compile(r"(?i)(TOKEN|PASSWORD|PASSWD|SECRET|_KEY|APIKEY|CREDENTIALS?)$")
 
-# Applied to bytes so output that is not UTF-8 survives unchanged around them.
-_PATTERNS: list[tuple[str, re.Pattern[bytes], bytes]] = [
+# Applied to bytes so output that is not UTF-8 survives unchanged around them. Each pattern
+# comes with the lowercase words it cannot match without: a chunk lacking all of them skips it
+# (a 14 MB compile log went from 1.4 s of regex to a fraction of that).
+_PATTERNS: list[tuple[str, tuple[bytes, ...], re.Pattern[bytes], bytes]] = [
     (
         "env-assignment",
+        (b"token", b"password", b"passwd", b"secret", b"_key", b"apikey", b"credential"),
         re.compile(
             rb"(?i)\b([A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|SECRET|_KEY|APIKEY|CREDENTIALS?))"
             rb"(\s*[=:]\s*)(?!\[REDACTED\])(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|]+)"
@@ -29,16 +32,19 @@ _PATTERNS: list[tuple[str, re.Pattern[bytes], bytes]] = [
     ),
     (
         "authorization-header",
+        (b"authorization",),
         re.compile(rb"(?i)\b((?:proxy-)?authorization:\s*)(?!\[REDACTED\])[^\r\n\"']+"),
         rb"\1" + MASK_B,
     ),
     (
         "url-password",
+        (b"://",),
         re.compile(rb"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@\"']+:)(?!\[REDACTED\])[^/\s@\"']+(@)"),
         rb"\1" + MASK_B + rb"\2",
     ),
     (
         "token-shape",
+        (b"hf_", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"sk-", b"xox", b"akia"),
         re.compile(
             rb"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
             rb"|sk-[A-Za-z0-9_-]{32,}|xox[baprs]-[A-Za-z0-9-]{20,}|AKIA[0-9A-Z]{16})\b"
@@ -82,7 +88,10 @@ class Redactor:
             if value in data:
                 found.append({"kind": "listed-value", "where": where, "count": data.count(value)})
                 data = data.replace(value, MASK_B)
-        for kind, pattern, replacement in _PATTERNS:
+        lower = data.lower()
+        for kind, needles, pattern, replacement in _PATTERNS:
+            if not any(needle in lower for needle in needles):
+                continue
             data, n = pattern.subn(replacement, data)
             if n:
                 found.append({"kind": kind, "where": where, "count": n})

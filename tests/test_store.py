@@ -380,3 +380,9 @@ def test_db_in_a_folder_that_does_not_exist_is_bad_input(tmp_path: Path) -> None
         assert "no-such-folder" in text(result.stderr)
         assert no_traceback(result)
     assert not db.parent.exists()
+
+
+def test_the_schema_head_journal_assumes_is_alembics_head() -> None:
+    from journal.store.engine import SCHEMA_HEAD, head_revision
+
+    assert SCHEMA_HEAD == head_revision()
