@@ -22,6 +22,7 @@ system-deps:
 	fi
 
 test: install system-deps
+	$(BIN)/ruff check journal tests bench migrations
 	$(BIN)/python -m pytest
 
 demo: install

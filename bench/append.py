@@ -34,8 +34,13 @@ PER_WRITER = 5_000
 def chunk(tag: str, i: int) -> OutputChunk:
     data = f"{tag} {i} {LINE}"
     return OutputChunk(
-        run=f"run-{tag}", host_name="bench-host", stream="stdout", data=data,
-        encoding="utf-8", size=len(data), t=i / 1000,
+        run=f"run-{tag}",
+        host_name="bench-host",
+        stream="stdout",
+        data=data,
+        encoding="utf-8",
+        size=len(data),
+        t=i / 1000,
     )
 
 

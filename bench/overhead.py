@@ -97,7 +97,11 @@ def journal_run(folder: Path, env: dict[str, str], lines: int) -> tuple[float, f
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
     done = subprocess.run(
-        timed, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        timed,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     wall = time.perf_counter() - started
@@ -139,7 +143,8 @@ def main() -> int:
     parser.add_argument("--lines", type=int, nargs="+", default=[200_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=3, help="runs of the first size (best of)")
     parser.add_argument(
-        "--fabric-all", action="store_true",
+        "--fabric-all",
+        action="store_true",
         help="time bare Fabric at every size, not only the first (it takes ~50 s per 1M lines)",
     )
     args = parser.parse_args()
@@ -159,10 +164,14 @@ def main() -> int:
             journal_run(folder, env, 1)  # creates the database and the journal
             fabric_fixed, _ = fabric_run(home, server.alias, 1)
             journal_fixed, base_mb = journal_run(folder, env, 1)
-            print(f"fixed cost (a 1-line command): bare Fabric {fabric_fixed:.2f} s, "
-                  f"journal run step {journal_fixed:.2f} s, peak RSS {base_mb or 0:.0f} MB")
-            print(f"targets: journal <= {RATIO_TARGET:.2f}x bare Fabric; "
-                  f"peak RSS < {RSS_TARGET_MB} MB at every size")
+            print(
+                f"fixed cost (a 1-line command): bare Fabric {fabric_fixed:.2f} s, "
+                f"journal run step {journal_fixed:.2f} s, peak RSS {base_mb or 0:.0f} MB"
+            )
+            print(
+                f"targets: journal <= {RATIO_TARGET:.2f}x bare Fabric; "
+                f"peak RSS < {RSS_TARGET_MB} MB at every size"
+            )
             for index, lines in enumerate(sizes):
                 size, digest = expected_output(lines)
                 repeat = args.repeat if index == 0 else 1
@@ -183,24 +192,32 @@ def main() -> int:
                 print(f"\n{lines:,} lines ({size / 1e6:.1f} MB) over SSH to 127.0.0.1:")
                 print(f"  raw SSH channel, output discarded (floor): {floor:.2f} s")
                 if fabric_times:
-                    print("  bare Fabric Connection.run(hide=True):     "
-                          + ", ".join(f"{t:.2f} s" for t in fabric_times))
-                print("  journal run step:                          "
-                      + ", ".join(f"{t:.2f} s" for t in journal_times))
+                    print(
+                        "  bare Fabric Connection.run(hide=True):     "
+                        + ", ".join(f"{t:.2f} s" for t in fabric_times)
+                    )
+                print(
+                    "  journal run step:                          "
+                    + ", ".join(f"{t:.2f} s" for t in journal_times)
+                )
                 if fabric_times:
                     first = journal_times[0] / fabric_times[0]
                     best = min(journal_times) / min(fabric_times)
                     verdict = "OK" if first <= RATIO_TARGET else "OVER TARGET"
-                    print(f"  ratio (first run): {first:.2f}x  {verdict}"
-                          + (f"; best of {repeat}: {best:.2f}x" if repeat > 1 else ""))
+                    print(
+                        f"  ratio (first run): {first:.2f}x  {verdict}"
+                        + (f"; best of {repeat}: {best:.2f}x" if repeat > 1 else "")
+                    )
                     failed |= first > RATIO_TARGET
                 if peak_mb is None:
                     print("  journal peak RSS: unknown")
                 else:
                     mark = "OK" if peak_mb < RSS_TARGET_MB else "OVER TARGET"
                     print(f"  journal peak RSS: {peak_mb:.0f} MB  {mark}")
-                print(f"  recorded: {stored:,} of {size:,} bytes in {chunks} chunks, "
-                      f"{'byte-exact' if complete else 'INCOMPLETE OR DIFFERENT'}")
+                print(
+                    f"  recorded: {stored:,} of {size:,} bytes in {chunks} chunks, "
+                    f"{'byte-exact' if complete else 'INCOMPLETE OR DIFFERENT'}"
+                )
                 failed |= not complete or (peak_mb or 0) >= RSS_TARGET_MB
         finally:
             home.cleanup()

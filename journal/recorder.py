@@ -39,7 +39,15 @@ def _utf8_tail(data: bytes) -> int:
     for back in range(1, min(4, len(data)) + 1):
         byte = data[-back]
         if byte & 0xC0 != 0x80:  # a lead byte (or ASCII)
-            need = 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4 if byte >> 3 == 0b11110 else 1
+            need = (
+                2
+                if byte >> 5 == 0b110
+                else 3
+                if byte >> 4 == 0b1110
+                else 4
+                if byte >> 3 == 0b11110
+                else 1
+            )
             return back if need > back else 0
     return 0
 
@@ -124,8 +132,14 @@ class OutputRecorder:
             text, encoding = encode(clean)
             chunks.append(
                 OutputChunk(
-                    run=self.run_id, host_name=self.host, stream=stream, data=text,
-                    encoding=encoding, size=len(clean), t=round(t, 6), redactions=redactions,
+                    run=self.run_id,
+                    host_name=self.host,
+                    stream=stream,
+                    data=text,
+                    encoding=encoding,
+                    size=len(clean),
+                    t=round(t, 6),
+                    redactions=redactions,
                 )
             )
         if chunks:

@@ -44,7 +44,18 @@ _PATTERNS: list[tuple[str, tuple[bytes, ...], re.Pattern[bytes], bytes]] = [
     ),
     (
         "token-shape",
-        (b"hf_", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"sk-", b"xox", b"akia"),
+        (
+            b"hf_",
+            b"ghp_",
+            b"gho_",
+            b"ghu_",
+            b"ghs_",
+            b"ghr_",
+            b"github_pat_",
+            b"sk-",
+            b"xox",
+            b"akia",
+        ),
         re.compile(
             rb"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
             rb"|sk-[A-Za-z0-9_-]{32,}|xox[baprs]-[A-Za-z0-9-]{20,}|AKIA[0-9A-Z]{16})\b"
@@ -102,7 +113,9 @@ class Redactor:
         data, found = self.bytes(value.encode("utf-8", "surrogateescape"), where)
         return data.decode("utf-8", "surrogateescape"), found
 
-    def env(self, env: Mapping[str, str], where: str) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    def env(
+        self, env: Mapping[str, str], where: str
+    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """An env mapping with secret-named values replaced whole and other values redacted."""
         out: dict[str, str] = {}
         found: list[dict[str, Any]] = []

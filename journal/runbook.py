@@ -16,13 +16,23 @@ from typing import Any
 from journal.errors import BadInput
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-SSH_TARGET = re.compile(r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$")
+SSH_TARGET = re.compile(
+    r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
+)
 
 TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups"}
 JOURNAL_KEYS = {"name", "redact", "description"}
 HOST_KEYS = {"ssh", "python", "env", "accept_new_host_key", "description"}
 STEP_KEYS = {
-    "name", "run", "env", "cwd", "timeout", "probes", "expect", "hosts", "description",
+    "name",
+    "run",
+    "env",
+    "cwd",
+    "timeout",
+    "probes",
+    "expect",
+    "hosts",
+    "description",
     "snapshots",
 }
 
@@ -174,9 +184,7 @@ class _Checker:
     def name(self, value: Any, key: str) -> str:
         value = self.string(value, key)
         if not NAME.match(value):
-            raise self.fail(
-                key, f"{value!r} is not a usable name (letters, digits, '.', '_', '-')"
-            )
+            raise self.fail(key, f"{value!r} is not a usable name (letters, digits, '.', '_', '-')")
         return value
 
     def strings(self, value: Any, key: str) -> list[str]:
@@ -197,15 +205,17 @@ class _Checker:
         for name in table:
             if name not in allowed:
                 where = f"{key}.{name}" if key else name
-                raise self.fail(
-                    where, f"unknown key {name!r}{suggest(name, sorted(allowed))}"
-                )
+                raise self.fail(where, f"unknown key {name!r}{suggest(name, sorted(allowed))}")
 
 
 def _kind(value: Any) -> str:
     return {
-        bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-        list: "a list", dict: "a table",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
     }.get(type(value), type(value).__name__)
 
 
@@ -280,7 +290,9 @@ def parse(text: str, path: Path) -> Runbook:
 def _host(check: _Checker, name: str, spec: Any) -> Host:
     key = f"hosts.{name}"
     if not NAME.match(name):
-        raise check.fail(key, f"{name!r} is not a usable host name (letters, digits, '.', '_', '-')")
+        raise check.fail(
+            key, f"{name!r} is not a usable host name (letters, digits, '.', '_', '-')"
+        )
     spec = check.table(spec, key)
     check.known_keys(spec, HOST_KEYS, key)
     if "ssh" not in spec:
@@ -299,7 +311,9 @@ def _host(check: _Checker, name: str, spec: Any) -> Host:
     env = check.env(spec.get("env", {}), f"{key}.env")
     accept = spec.get("accept_new_host_key", False)
     if not isinstance(accept, bool):
-        raise check.fail(f"{key}.accept_new_host_key", f"expected true or false, got {_kind(accept)}")
+        raise check.fail(
+            f"{key}.accept_new_host_key", f"expected true or false, got {_kind(accept)}"
+        )
     return Host(name, ssh, python, env, accept)
 
 
@@ -319,7 +333,9 @@ def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
     timeout = spec.get("timeout")
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise check.fail(f"{key}.timeout", f"expected a number of seconds above 0, got {timeout!r}")
+            raise check.fail(
+                f"{key}.timeout", f"expected a number of seconds above 0, got {timeout!r}"
+            )
         timeout = float(timeout)
     probes = check.strings(spec.get("probes", []), f"{key}.probes")
     expect = check.table(spec.get("expect", {}), f"{key}.expect")
@@ -334,7 +350,7 @@ def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
     return Step(name, run, env, cwd, timeout, probes, expect, step_hosts, snapshots, description)
 
 
-TEMPLATE = '''\
+TEMPLATE = """\
 # runbook.toml: the plan of an upgrade, run and recorded by `journal`.
 # `journal run plan` runs the steps in order and stops at the first failure;
 # `journal run step NAME` runs one; `journal status` shows how far it got.
@@ -362,4 +378,4 @@ run = "python3 -c 'import sys; print(sys.version)'"
 # env = { CUDA_HOME = "/usr/local/cuda-13.0" }
 # cwd = "~/work"
 # timeout = 3600               # seconds
-'''
+"""

@@ -49,5 +49,7 @@ def no_traceback(result: subprocess.CompletedProcess[bytes]) -> bool:
     return b"Traceback" not in result.stderr and b"Traceback" not in result.stdout
 
 
-def run_all(commands: Sequence[Sequence[str]], **kwargs) -> list[subprocess.CompletedProcess[bytes]]:  # type: ignore[no-untyped-def]
+def run_all(
+    commands: Sequence[Sequence[str]], **kwargs
+) -> list[subprocess.CompletedProcess[bytes]]:  # type: ignore[no-untyped-def]
     return [journal(*c, **kwargs) for c in commands]

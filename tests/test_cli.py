@@ -9,8 +9,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from journal.runbook import load
 from tests.helpers import journal, no_traceback, text, write_runbook
 
@@ -63,9 +61,7 @@ def test_init_writes_a_runbook_and_the_database_and_never_overwrites(tmp_path: P
     assert [kind for kind, _ in _events(folder / "journal.db")] == ["JournalOpened"]
     assert not (tmp_path / "journal.db").exists()
 
-    (folder / "runbook.toml").write_text(
-        (folder / "runbook.toml").read_text() + "# my own edits\n"
-    )
+    (folder / "runbook.toml").write_text((folder / "runbook.toml").read_text() + "# my own edits\n")
     before = (folder / "runbook.toml").read_bytes()
     again = journal("init", "upgrade", env=_env(), cwd=tmp_path)
     assert again.returncode == 2
@@ -135,7 +131,8 @@ def test_failing_step_then_plan_stops_resumes_and_is_done(tmp_path: Path) -> Non
     assert "flaky on here: failed exit 3" in text(log.stdout)
     chunks = [p for kind, p in _events(tmp_path / "journal.db") if kind == "OutputChunk"]
     assert {c["stream"]: c["data"] for c in chunks} == {
-        "stdout": "to-stdout\n", "stderr": "to-stderr\n"
+        "stdout": "to-stdout\n",
+        "stderr": "to-stderr\n",
     }
 
     status = text(cli(tmp_path, "status").stdout)
@@ -180,9 +177,7 @@ def test_failing_step_then_plan_stops_resumes_and_is_done(tmp_path: Path) -> Non
     assert _markers(tmp_path) == {"first"}
 
     runs = [p["step"] for kind, p in _events(tmp_path / "journal.db") if kind == "StepStarted"]
-    assert runs == [
-        "flaky", "first", "flaky", "flaky", "last", "flaky", "last", "first", "flaky"
-    ]
+    assert runs == ["flaky", "first", "flaky", "flaky", "last", "flaky", "last", "first", "flaky"]
 
 
 def test_to_stops_after_the_named_step_on_a_fresh_plan(tmp_path: Path) -> None:
@@ -313,9 +308,7 @@ def test_secrets_never_reach_the_database(tmp_path: Path) -> None:
     result = cli(tmp_path, "run", "step", "leaky")
     assert result.returncode == 0, text(result.stderr)
 
-    raw = b"".join(
-        p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("journal.db")
-    )
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("journal.db"))
     assert raw, "no database written"
     for secret in SECRETS:
         assert secret.encode() not in raw, f"{secret!r} is in the database file"

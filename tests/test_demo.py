@@ -24,7 +24,11 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
         store.close()
     runs = {r.event.run: r.event.step for r in records if isinstance(r.event, StepStarted)}
     assert list(runs.values()) == [
-        "backup-env", "install-torch", "verify-torch", "reinstall-torch", "verify-torch-again",
+        "backup-env",
+        "install-torch",
+        "verify-torch",
+        "reinstall-torch",
+        "verify-torch-again",
     ]
     out: dict[str, bytes] = dict.fromkeys(runs.values(), b"")
     for rec in records:
@@ -39,7 +43,9 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
     assert b"NCCL: (2, 22, 3)" in out["verify-torch"]
     # ...until --reinstall swapped it and quietly downgraded numpy and pillow.
     assert b"+ torch==2.12.0.dev20260226+cu130" in out["reinstall-torch"]
-    assert b"- numpy==2.4.2" in out["reinstall-torch"] and b"+ numpy==2.4.1" in out["reinstall-torch"]
+    assert (
+        b"- numpy==2.4.2" in out["reinstall-torch"] and b"+ numpy==2.4.1" in out["reinstall-torch"]
+    )
     assert b"+ nvidia-nccl-cu13==2.28.9" in out["reinstall-torch"]
     assert b"torch: 2.12.0.dev20260226+cu130" in out["verify-torch-again"]
     assert b"CUDA: 13.0" in out["verify-torch-again"]

@@ -15,14 +15,16 @@ def test_log_follow_prints_lines_of_a_step_running_in_another_process(tmp_path: 
     rb = write_runbook(
         tmp_path,
         '[journal]\nname = "follow"\n[hosts.here]\nssh = "local"\n'
-        "[[steps]]\nname = \"ticks\"\n"
+        '[[steps]]\nname = "ticks"\n'
         "run = 'for i in 1 2 3 4 5 6 7 8; do echo tick $i; sleep 0.3; done'\n",
     )
     db = tmp_path / "journal.db"
     assert journal("note", "before the run", db=db, runbook=rb).returncode == 0
     base = [*JOURNAL, "--db", str(db), "--runbook", str(rb)]
     follower = subprocess.Popen(
-        [*base, "log", "--follow"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [*base, "log", "--follow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
     step = subprocess.Popen(

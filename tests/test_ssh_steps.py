@@ -20,8 +20,7 @@ from tests.sshd import SshHome, SshServer
 
 def runbook_for(folder: Path, servers: list[SshServer], steps: str, **host_opts: str) -> Path:
     hosts = "".join(
-        f'[hosts.h{i}]\nssh = "{s.alias}"\n'
-        + "".join(f"{k} = {v}\n" for k, v in host_opts.items())
+        f'[hosts.h{i}]\nssh = "{s.alias}"\n' + "".join(f"{k} = {v}\n" for k, v in host_opts.items())
         for i, s in enumerate(servers, 1)
     )
     return write_runbook(folder, f'[journal]\nname = "ssh-test"\n\n{hosts}\n{steps}')
@@ -57,9 +56,7 @@ def one_host(tmp_path: Path, sshd: SshServer, ssh_home: SshHome):
     return write, db, ssh_home.env()
 
 
-def test_streams_are_kept_apart_and_the_exit_status_is_the_steps(
-    one_host, sshd: SshServer
-) -> None:
+def test_streams_are_kept_apart_and_the_exit_status_is_the_steps(one_host, sshd: SshServer) -> None:
     write, db, env = one_host
     rb = write(step("mixed", "echo to-out; echo to-err >&2; echo more-out; exit 3"))
     result = journal("run", "step", "mixed", db=db, runbook=rb, env=env)
@@ -92,7 +89,9 @@ def test_output_is_recorded_while_the_step_runs_not_at_the_end(one_host) -> None
     rb = write(step("slow", "for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.4; done"))
     proc = subprocess.Popen(
         [*JOURNAL, "--db", str(db), "--runbook", str(rb), "run", "step", "slow"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     seen_while_running = 0
     while proc.poll() is None:
@@ -116,7 +115,7 @@ def test_a_fleet_runs_in_parallel_and_fails_if_any_host_fails(
 ) -> None:
     db = tmp_path / "journal.db"
     run = (
-        'date +%s.%N; sleep 1; date +%s.%N; '
+        "date +%s.%N; sleep 1; date +%s.%N; "
         'case "$SSH_CONNECTION" in *" 127.0.0.2 "*) echo failing here >&2; exit 4;; esac'
     )
     rb = runbook_for(tmp_path, sshd_fleet, step("fleet", run))
@@ -127,7 +126,9 @@ def test_a_fleet_runs_in_parallel_and_fails_if_any_host_fails(
     assert b"[h2] failing here" in result.stderr
     finished = {r.event.host_name: r.event for r in events(db, StepFinished)}
     assert {h: f.status for h, f in finished.items()} == {
-        "h1": "succeeded", "h2": "failed", "h3": "succeeded",
+        "h1": "succeeded",
+        "h2": "failed",
+        "h3": "succeeded",
     }
     runs = {r.event.run: r.event.host_name for r in events(db, StepStarted)}
     assert len(set(runs)) == 3  # one step run per host
@@ -146,10 +147,14 @@ def test_a_fleet_runs_in_parallel_and_fails_if_any_host_fails(
 
 def test_kill_9_of_journal_leaves_a_readable_journal_with_an_interrupted_step(one_host) -> None:
     write, db, env = one_host
-    rb = write(step("long", "for i in $(seq 1 400); do echo line $i $(date +%s.%N); sleep 0.02; done"))
+    rb = write(
+        step("long", "for i in $(seq 1 400); do echo line $i $(date +%s.%N); sleep 0.02; done")
+    )
     proc = subprocess.Popen(
         [*JOURNAL, "--db", str(db), "--runbook", str(rb), "run", "step", "long"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     time.sleep(2.5)
     killed_at = time.time()
@@ -169,7 +174,10 @@ def test_kill_9_of_journal_leaves_a_readable_journal_with_an_interrupted_step(on
 def _started_proc(db: Path, rb: Path, env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [*JOURNAL, "--db", str(db), "--runbook", str(rb), "run", "step", name],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
 
 

@@ -128,11 +128,27 @@ def test_four_processes_appending_at_once_lose_and_duplicate_nothing(tmp_path: P
     try:
         for n in range(WRITERS):
             ready = tmp_path / f"ready-{n}"
-            command = [sys.executable, "-c", WRITER, str(db), f"w{n}", str(PER_WRITER), str(ready),
-                       str(go)]
+            command = [
+                sys.executable,
+                "-c",
+                WRITER,
+                str(db),
+                f"w{n}",
+                str(PER_WRITER),
+                str(ready),
+                str(go),
+            ]
             procs.append(
-                (ready, subprocess.Popen(command, env=_env(), cwd=tmp_path,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+                (
+                    ready,
+                    subprocess.Popen(
+                        command,
+                        env=_env(),
+                        cwd=tmp_path,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                    ),
+                )
             )
         deadline = time.monotonic() + 60
         while not all(ready.exists() for ready, _ in procs):
@@ -225,8 +241,12 @@ def test_verify_names_an_event_changed_behind_the_triggers_back(tmp_path: Path) 
 def test_verify_detects_an_event_deleted_from_the_middle(tmp_path: Path) -> None:
     db = tmp_path / "journal.db"
     _notes(db, 5)
-    _sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq = 3",
-         _trigger_sql("DELETE"))
+    _sql(
+        db,
+        "DROP TRIGGER events_no_delete",
+        "DELETE FROM events WHERE seq = 3",
+        _trigger_sql("DELETE"),
+    )
     result = journal("verify", db=db, cwd=tmp_path)
     assert result.returncode == 1, text(result.stdout + result.stderr)
     err = text(result.stderr)
@@ -237,8 +257,12 @@ def test_verify_detects_an_event_deleted_from_the_middle(tmp_path: Path) -> None
 def test_verify_detects_the_newest_events_deleted(tmp_path: Path) -> None:
     db = tmp_path / "journal.db"
     _notes(db, 5)
-    _sql(db, "DROP TRIGGER events_no_delete", "DELETE FROM events WHERE seq >= 4",
-         _trigger_sql("DELETE"))
+    _sql(
+        db,
+        "DROP TRIGGER events_no_delete",
+        "DELETE FROM events WHERE seq >= 4",
+        _trigger_sql("DELETE"),
+    )
     result = journal("verify", db=db, cwd=tmp_path)
     assert result.returncode == 1, text(result.stdout + result.stderr)
     assert re.search(r"\bevents 4 to 5\b", text(result.stderr)), text(result.stderr)
@@ -268,15 +292,26 @@ def test_output_bytes_that_are_not_utf8_come_back_byte_exact(tmp_path: Path) -> 
         for data in (raw, plain):
             body, encoding = encode(data)
             chunks.append(
-                OutputChunk(run="r1", host_name="h", stream="stdout", data=body,
-                            encoding=encoding, size=len(data), t=0.0)
+                OutputChunk(
+                    run="r1",
+                    host_name="h",
+                    stream="stdout",
+                    data=body,
+                    encoding=encoding,
+                    size=len(data),
+                    t=0.0,
+                )
             )
         assert [c.encoding for c in chunks] == ["base64", "utf-8"]
         store.append(
             "j",
-            [StepStarted(run="r1", step="build", host_name="h", target="local", command="make"),
-             *chunks,
-             StepFinished(run="r1", host_name="h", status="succeeded", exit_code=0, duration=1.0)],
+            [
+                StepStarted(run="r1", step="build", host_name="h", target="local", command="make"),
+                *chunks,
+                StepFinished(
+                    run="r1", host_name="h", status="succeeded", exit_code=0, duration=1.0
+                ),
+            ],
         )
         back = [r.event for r in store.read("j", types=["OutputChunk"])]
     finally:

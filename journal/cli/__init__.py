@@ -25,15 +25,21 @@ def _globals(suppress: bool) -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     default = argparse.SUPPRESS if suppress else None
     parent.add_argument(
-        "--db", default=default if suppress else default_db(), metavar="URL|PATH",
+        "--db",
+        default=default if suppress else default_db(),
+        metavar="URL|PATH",
         help="database: a file path or an SQLAlchemy URL (env JOURNAL_DB, default ./journal.db)",
     )
     parent.add_argument(
-        "--runbook", default=default if suppress else default_runbook(), metavar="FILE",
+        "--runbook",
+        default=default if suppress else default_runbook(),
+        metavar="FILE",
         help="the runbook (env JOURNAL_RUNBOOK, default ./runbook.toml)",
     )
     parent.add_argument(
-        "--journal", default=default, metavar="NAME",
+        "--journal",
+        default=default,
+        metavar="NAME",
         help="which journal of the database (default: the runbook's, or the only one)",
     )
     return parent
@@ -42,7 +48,8 @@ def _globals(suppress: bool) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     sub_globals = _globals(suppress=True)
     parser = _Parser(
-        prog="journal", parents=[_globals(suppress=False)],
+        prog="journal",
+        parents=[_globals(suppress=False)],
         description="Record GPU-server upgrades over SSH as an append-only journal.",
     )
     parser.add_argument("--version", action="version", version=f"journal {__version__}")
@@ -63,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("step", commands.run_step, "run one step of the runbook", parent=run_sub)
     p.add_argument("name", help="the step's name")
     _host_options(p)
-    p = command("plan", commands.run_plan, "run the plan's steps in order, resuming", parent=run_sub)
+    p = command(
+        "plan", commands.run_plan, "run the plan's steps in order, resuming", parent=run_sub
+    )
     p.add_argument("--from", dest="from_step", metavar="NAME", help="start at this step")
     p.add_argument("--to", dest="to_step", metavar="NAME", help="stop after this step")
     _host_options(p)
@@ -89,7 +98,8 @@ def _host_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", action="append", default=[], metavar="H", help="run on this host")
     p.add_argument("--all-hosts", action="store_true", help="run on every host of the runbook")
     p.add_argument(
-        "--accept-new-host-key", action="store_true",
+        "--accept-new-host-key",
+        action="store_true",
         help="accept (and record) an SSH host key not yet in known_hosts",
     )
 
@@ -97,7 +107,9 @@ def _host_options(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     ctx = Context(
-        db=args.db or "journal.db", runbook_path=args.runbook, journal_name=args.journal,
+        db=args.db or "journal.db",
+        runbook_path=args.runbook,
+        journal_name=args.journal,
         db_given=args.db is not None,
     )
     try:

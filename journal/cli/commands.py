@@ -29,7 +29,9 @@ def init(ctx: Context, args: argparse.Namespace) -> int:
     target = folder / "runbook.toml"
     if target.exists():
         raise BadInput(f"{target} already exists; `journal init` never overwrites a runbook")
-    name = "".join(c if c.isalnum() or c in "._-" else "-" for c in folder.resolve().name) or "upgrade"
+    name = (
+        "".join(c if c.isalnum() or c in "._-" else "-" for c in folder.resolve().name) or "upgrade"
+    )
     text = TEMPLATE.replace("{name}", name.strip("-._") or "upgrade")
     from journal.service.steps import ensure_opened
 
@@ -52,7 +54,11 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
 
     ensure_opened(ctx.store, runbook)
     runs = run_step_service(
-        ctx.store, runbook, step, hosts, Echo(prefix=len(hosts) > 1),
+        ctx.store,
+        runbook,
+        step,
+        hosts,
+        Echo(prefix=len(hosts) > 1),
         accept_new_host_key=args.accept_new_host_key,
     )
     for run in runs:
@@ -78,8 +84,13 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
 
     ensure_opened(ctx.store, runbook)
     return run_plan_service(
-        ctx.store, runbook, from_step=args.from_step, to_step=args.to_step, chosen=args.host,
-        all_hosts=args.all_hosts, accept_new_host_key=args.accept_new_host_key,
+        ctx.store,
+        runbook,
+        from_step=args.from_step,
+        to_step=args.to_step,
+        chosen=args.host,
+        all_hosts=args.all_hosts,
+        accept_new_host_key=args.accept_new_host_key,
     )
 
 
@@ -119,7 +130,9 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
         for run in timeline.step_runs():
             print(render.run_line(run))
             sys.stdout.flush()
-            sys.stdout.buffer.write(render.output_bytes(store.read(journal, run_id=run.run_id, types=["OutputChunk"])))
+            sys.stdout.buffer.write(
+                render.output_bytes(store.read(journal, run_id=run.run_id, types=["OutputChunk"]))
+            )
             sys.stdout.flush()
     else:
         print(render.timeline_text(timeline))

@@ -94,9 +94,8 @@ def progress_text(journal: str, plan: list[str], hosts: list[HostState]) -> str:
             if last
             else "nothing run yet"
         )
-        lines.append(
-            f"host {host.host} ({host.target or '?'}): {host.done}/{len(host.steps)} steps done; {tail}"
-        )
+        done = f"{host.done}/{len(host.steps)} steps done"
+        lines.append(f"host {host.host} ({host.target or '?'}): {done}; {tail}")
     return "\n".join(lines)
 
 
@@ -105,7 +104,8 @@ def event_text(rec: Recorded, runs: dict[str, tuple[str, str]]) -> bytes:
     event = rec.event
     if isinstance(event, StepStarted):
         runs[event.run] = (event.step, event.host_name)
-        return f"{when(rec.ts)}  ==> {event.step} on {event.host_name}: $ {first_line(event.command)}\n".encode()
+        head = f"{when(rec.ts)}  ==> {event.step} on {event.host_name}"
+        return f"{head}: $ {first_line(event.command)}\n".encode()
     if isinstance(event, OutputChunk):
         return decode(event)
     if isinstance(event, StepFinished):

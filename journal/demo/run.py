@@ -70,7 +70,9 @@ def find_uv() -> str:
         return str(beside)
     found = shutil.which("uv")
     if found is None:
-        raise BadInput("the demo needs uv: `pip install uv` in journal's environment (make demo does)")
+        raise BadInput(
+            "the demo needs uv: `pip install uv` in journal's environment (make demo does)"
+        )
     return found
 
 
@@ -93,8 +95,21 @@ def prepare(root: Path) -> Path:
     py = root / "ml-env" / "bin" / "python3"
     for cmd in (
         [uv, "venv", "--quiet", "--python", sys.executable, str(root / "ml-env")],
-        [uv, "pip", "install", "--quiet", "--python", str(py), "torch", "torchvision",
-         "torchaudio", "numpy", "pillow", "--index-url", indexes["cu128"].as_uri()],
+        [
+            uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(py),
+            "torch",
+            "torchvision",
+            "torchaudio",
+            "numpy",
+            "pillow",
+            "--index-url",
+            indexes["cu128"].as_uri(),
+        ],
     ):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if done.returncode:

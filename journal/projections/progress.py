@@ -49,6 +49,8 @@ def progress(timeline: Timeline, hosts: list[str] | None = None) -> list[HostSta
     states = []
     for host in names:
         steps = [StepState(step, host, latest.get((host, step))) for step in timeline.plan]
-        target = timeline.hosts.get(host) or (last_of_host[host].target if host in last_of_host else "")
+        target = timeline.hosts.get(host) or (
+            last_of_host[host].target if host in last_of_host else ""
+        )
         states.append(HostState(host, target, steps, last_of_host.get(host)))
     return states

@@ -111,9 +111,19 @@ def _(event: JournalOpened, rec: Recorded, state: Timeline) -> None:
 @apply.register
 def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
     view = StepRunView(
-        run_id=event.run, step=event.step, host=event.host_name, target=event.target,
-        command=event.command, env=dict(event.env), cwd=event.cwd, seq=rec.seq, started=rec.ts,
-        pid=event.pid, machine=event.machine, plan_run=event.plan_run, imported=event.imported,
+        run_id=event.run,
+        step=event.step,
+        host=event.host_name,
+        target=event.target,
+        command=event.command,
+        env=dict(event.env),
+        cwd=event.cwd,
+        seq=rec.seq,
+        started=rec.ts,
+        pid=event.pid,
+        machine=event.machine,
+        plan_run=event.plan_run,
+        imported=event.imported,
         redactions=list(event.redactions),
     )
     state.runs[event.run] = view
@@ -153,7 +163,9 @@ def _(event: NoteAdded, rec: Recorded, state: Timeline) -> None:
 @apply.register
 def _(event: HostKeyAccepted, rec: Recorded, state: Timeline) -> None:
     state.items.append(
-        HostKeyView(rec.seq, rec.ts, event.host_name, event.target, event.key_type, event.fingerprint)
+        HostKeyView(
+            rec.seq, rec.ts, event.host_name, event.target, event.key_type, event.fingerprint
+        )
     )
 
 
@@ -190,5 +202,8 @@ def settle(timeline: Timeline, alive: Callable[[str, int], bool] = recorder_aliv
                 view.status = "running"
             else:
                 view.status = "interrupted"
-                view.reason = "the step never finished: its recorder stopped (killed, or the machine went down)"
+                view.reason = (
+                    "the step never finished: its recorder stopped "
+                    "(killed, or the machine went down)"
+                )
     return timeline

@@ -62,8 +62,13 @@ def run_plan(
         hosts = runbook.hosts_for(step, chosen or [], all_hosts)
         say(f"==> {step.name} on {', '.join(h.name for h in hosts)}")
         runs = run_step(
-            store, runbook, step, hosts, Echo(prefix=len(hosts) > 1),
-            accept_new_host_key=accept_new_host_key, plan_run=plan_run,
+            store,
+            runbook,
+            step,
+            hosts,
+            Echo(prefix=len(hosts) > 1),
+            accept_new_host_key=accept_new_host_key,
+            plan_run=plan_run,
         )
         for run in runs:
             say(verdict(run).removeprefix("journal: "))

@@ -94,7 +94,11 @@ def ensure_opened(store: EventStore, runbook: Runbook) -> None:
         return
     store.append(
         runbook.name,
-        [JournalOpened(name=runbook.name, runbook=str(runbook.path), hosts=hosts, plan=runbook.plan)],
+        [
+            JournalOpened(
+                name=runbook.name, runbook=str(runbook.path), hosts=hosts, plan=runbook.plan
+            )
+        ],
     )
 
 
@@ -124,8 +128,7 @@ def run_step(
     # can leave CPython 3.11 believing the thread has ended.
     done = threading.Semaphore(0)
     threads = [
-        threading.Thread(target=work, args=(h,), name=f"step-{h.name}", daemon=True)
-        for h in hosts
+        threading.Thread(target=work, args=(h,), name=f"step-{h.name}", daemon=True) for h in hosts
     ]
     for thread in threads:
         thread.start()
@@ -169,9 +172,17 @@ def _run_on_host(
         journal,
         [
             StepStarted(
-                run=run_id, step=step.name, host_name=host.name, target=transport.target,
-                command=command, env=shown_env, cwd=step.cwd, timeout=step.timeout,
-                pid=os.getpid(), machine=socket.gethostname(), plan_run=plan_run,
+                run=run_id,
+                step=step.name,
+                host_name=host.name,
+                target=transport.target,
+                command=command,
+                env=shown_env,
+                cwd=step.cwd,
+                timeout=step.timeout,
+                pid=os.getpid(),
+                machine=socket.gethostname(),
+                plan_run=plan_run,
                 redactions=found + more,
             )
         ],
@@ -183,9 +194,13 @@ def _run_on_host(
             journal,
             [
                 StepFinished(
-                    run=run_id, host_name=host.name, status=outcome.status,
-                    exit_code=outcome.exit_code, duration=round(outcome.duration, 6),
-                    signal=outcome.signal, reason=reason,
+                    run=run_id,
+                    host_name=host.name,
+                    status=outcome.status,
+                    exit_code=outcome.exit_code,
+                    duration=round(outcome.duration, 6),
+                    signal=outcome.signal,
+                    reason=reason,
                 )
             ],
         )
@@ -199,14 +214,20 @@ def _run_on_host(
         journal,
         [
             HostKeyAccepted(
-                host_name=host.name, target=key.target, key_type=key.key_type,
-                fingerprint=key.fingerprint, known_hosts=key.known_hosts,
+                host_name=host.name,
+                target=key.target,
+                key_type=key.key_type,
+                fingerprint=key.fingerprint,
+                known_hosts=key.known_hosts,
             )
             for key in getattr(transport, "accepted", [])
         ],
     )
     recorder = OutputRecorder(
-        lambda chunks: store.append(journal, chunks), run_id, host.name, redactor,
+        lambda chunks: store.append(journal, chunks),
+        run_id,
+        host.name,
+        redactor,
         echo.for_host(host.name),
     )
     started = time.monotonic()
@@ -216,7 +237,10 @@ def _run_on_host(
         )
     except Exception as exc:  # noqa: BLE001 - whatever broke, the step run must be closed
         outcome = Outcome(
-            "failed", None, time.monotonic() - started, None,
+            "failed",
+            None,
+            time.monotonic() - started,
+            None,
             f"the transport failed: {type(exc).__name__}: {exc}",
         )
     finally:

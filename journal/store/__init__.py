@@ -208,7 +208,12 @@ class EventStore:
                 expected = chain_hash(
                     prev,
                     canonical(
-                        row.journal, row.type, row.version, row.ts, row.host, row.run_id,
+                        row.journal,
+                        row.type,
+                        row.version,
+                        row.ts,
+                        row.host,
+                        row.run_id,
                         row.payload,
                     ),
                 )
@@ -217,7 +222,8 @@ class EventStore:
                         # Sequences can skip on some databases, so a gap is only named when
                         # the chain breaks across it.
                         missing = (
-                            f"event {last_seq + 1}" if row.seq == last_seq + 2
+                            f"event {last_seq + 1}"
+                            if row.seq == last_seq + 2
                             else f"events {last_seq + 1} to {row.seq - 1}"
                         )
                         onto = f"event {last_seq}" if last_seq else "the start of the chain"
@@ -242,7 +248,8 @@ class EventStore:
                 ).scalar()
                 if issued is not None and issued > last_seq:
                     gone = (
-                        f"event {issued} was" if issued == last_seq + 1
+                        f"event {issued} was"
+                        if issued == last_seq + 1
                         else f"events {last_seq + 1} to {issued} were"
                     )
                     problems.append(

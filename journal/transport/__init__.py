@@ -8,12 +8,19 @@ from journal.transport.local import LocalTransport
 from journal.transport.ssh import AcceptedKey, SshTransport
 
 __all__ = [
-    "AcceptedKey", "ConnectFailed", "LocalTransport", "Outcome", "OutputSink", "SshTransport",
+    "AcceptedKey",
+    "ConnectFailed",
+    "LocalTransport",
+    "Outcome",
+    "OutputSink",
+    "SshTransport",
     "transport_for",
 ]
 
 
-def transport_for(host: Host, *, accept_new_host_key: bool = False) -> LocalTransport | SshTransport:
+def transport_for(
+    host: Host, *, accept_new_host_key: bool = False
+) -> LocalTransport | SshTransport:
     """The transport for a runbook host (not yet connected)."""
     if host.is_local:
         return LocalTransport()

@@ -60,9 +60,13 @@ def outcome_for_exit(
     elif code is not None and code > 128:
         sig = signal_name(code - 128)
     if timed_out:
-        return Outcome("timed-out", code, duration, sig, f"stopped after the step's timeout of {timeout:g} s")
+        return Outcome(
+            "timed-out", code, duration, sig, f"stopped after the step's timeout of {timeout:g} s"
+        )
     if cancelled:
-        return Outcome("interrupted", code, duration, sig, "interrupted (Ctrl-C): the command was stopped")
+        return Outcome(
+            "interrupted", code, duration, sig, "interrupted (Ctrl-C): the command was stopped"
+        )
     if code == 0:
         return Outcome("succeeded", 0, duration)
     reason = f"killed by {sig}" if sig and code is not None and code > 128 else None

@@ -74,9 +74,7 @@ class _AcceptNew(paramiko.MissingHostKeyPolicy):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with path.open("a") as out:
             out.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
-        self.accepted.append(
-            AcceptedKey(hostname, key.get_name(), fingerprint(key), str(path))
-        )
+        self.accepted.append(AcceptedKey(hostname, key.get_name(), fingerprint(key), str(path)))
 
 
 class SshTransport:
@@ -204,20 +202,32 @@ class SshTransport:
             self._run_quietly(f"rm -f {pidfile}")  # the killed wrapper could not remove it
         if status == -1 and not transport.is_active():
             return Outcome(
-                "failed", None, duration, None,
+                "failed",
+                None,
+                duration,
+                None,
                 f"the connection to {self.target} was lost after {duration:.1f} s; "
                 "the command may still be running there",
             )
         if status == -1:
             # sshd sent exit-signal (which paramiko does not parse): the shell itself was killed
-            return outcome_for_exit(
-                None, duration, cancelled=stopped and not timed_out, timed_out=timed_out,
-                timeout=timeout,
-            ) if stopped else Outcome(
-                "failed", None, duration, None, "the remote shell was killed by a signal"
+            return (
+                outcome_for_exit(
+                    None,
+                    duration,
+                    cancelled=stopped and not timed_out,
+                    timed_out=timed_out,
+                    timeout=timeout,
+                )
+                if stopped
+                else Outcome(
+                    "failed", None, duration, None, "the remote shell was killed by a signal"
+                )
             )
         return outcome_for_exit(
-            status, duration, cancelled=stopped and not timed_out, timed_out=timed_out,
+            status,
+            duration,
+            cancelled=stopped and not timed_out,
+            timed_out=timed_out,
             timeout=timeout,
         )
-
