@@ -28,13 +28,25 @@ def when(ts: str | None) -> str:
     return ts[:10] + " " + ts[11:19] + "Z"
 
 
+def seconds(value: float) -> str:
+    """A duration as people read it: ``0.03s``, ``12.4s``, ``3m05s``, ``1h02m``."""
+    if value < 10:
+        return f"{value:.2f}s"
+    if value < 60:
+        return f"{value:.1f}s"
+    minutes, secs = divmod(int(value), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def run_line(run: StepRunView) -> str:
     exit_text = "" if run.exit_code is None else f" exit {run.exit_code}"
-    took = "" if run.duration is None else f" {run.duration:.1f}s"
+    took = "" if run.duration is None else f" {seconds(run.duration)}"
     out = (
         f"{plural(run.lines.get('stdout', 0), 'line')} out, "
         f"{plural(run.lines.get('stderr', 0), 'line')} err"
@@ -130,5 +142,5 @@ def verdict(run) -> str:  # type: ignore[no-untyped-def]
     reason = f": {outcome.reason}" if outcome.reason else ""
     return (
         f"journal: [{MARK.get(outcome.status, outcome.status).strip() or '-'}] {run.step} on "
-        f"{run.host} {outcome.status}{code} in {outcome.duration:.1f}s{reason} (run {run.run_id})"
+        f"{run.host} {outcome.status}{code} in {seconds(outcome.duration)}{reason} (run {run.run_id})"
     )

@@ -134,7 +134,9 @@ def run_demo(root: Path, ctx: Context) -> int:
     print()
     print(render.timeline_text(timeline))
     print()
+    me = Path(sys.argv[0])
+    command = os.path.relpath(me) if me.name == "journal" else "journal"
     print(f"the demo journal is {ctx.db}; look at it with:")
-    print(f"  journal --db {ctx.db} --runbook {runbook.path} status")
-    print(f"  journal --db {ctx.db} --runbook {runbook.path} log --output")
+    print(f"  {command} --db {ctx.db} --runbook {runbook.path} status")
+    print(f"  {command} --db {ctx.db} --runbook {runbook.path} log --output")
     return code
