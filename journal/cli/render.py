@@ -140,7 +140,9 @@ def verdict(run) -> str:  # type: ignore[no-untyped-def]
     outcome = run.outcome
     code = "" if outcome.exit_code is None else f", exit {outcome.exit_code}"
     reason = f": {outcome.reason}" if outcome.reason else ""
+    mark = MARK.get(outcome.status, outcome.status).strip() or "-"
+    took = seconds(outcome.duration)
     return (
-        f"journal: [{MARK.get(outcome.status, outcome.status).strip() or '-'}] {run.step} on "
-        f"{run.host} {outcome.status}{code} in {seconds(outcome.duration)}{reason} (run {run.run_id})"
+        f"journal: [{mark}] {run.step} on {run.host} {outcome.status}{code} in {took}{reason} "
+        f"(run {run.run_id})"
     )
