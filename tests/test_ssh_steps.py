@@ -168,7 +168,7 @@ def test_kill_9_of_journal_leaves_a_readable_journal_with_an_interrupted_step(on
     stamps = [float(line.split()[2]) for line in lines]
     numbers = [int(line.split()[1]) for line in lines]
     assert numbers == list(range(1, len(numbers) + 1))  # nothing lost in between
-    assert stamps[-1] > killed_at - 0.5  # lost at most the last flush window (+ scheduling)
+    assert stamps[-1] > killed_at - 0.8  # lost at most the last flush window (+ load)
 
 
 def _started_proc(db: Path, rb: Path, env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
