@@ -165,7 +165,88 @@ class NoteAdded(Event):
         return self.host_name
 
 
+@dataclass(frozen=True)
+class PackagesSnapshotted(Event):
+    """Every distribution of a host's target python, with version, installer and install time.
+
+    ``phase`` is ``before`` or ``after`` for the snapshots around a step run (``run``), or
+    ``probe`` for one taken by `journal run probe packages`. ``packages`` maps the normalised
+    name to ``{"name", "version", "installer", "installed"}``.
+    """
+
+    type: ClassVar[str] = "PackagesSnapshotted"
+
+    host_name: str
+    phase: str
+    python: str
+    packages: dict[str, dict[str, Any]]
+    seconds: float
+    run: str | None = None
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run
+
+
+@dataclass(frozen=True)
+class ProbeRecorded(Event):
+    """A probe ran on a host and returned ``result`` (its JSON), or failed with ``error``.
+
+    Probes that follow a step carry that step run's ``run``; a field a probe could not read
+    holds ``{"unavailable": "why"}`` in ``result`` rather than failing the probe.
+    """
+
+    type: ClassVar[str] = "ProbeRecorded"
+
+    host_name: str
+    probe: str
+    result: dict[str, Any] | None
+    seconds: float
+    error: str | None = None
+    run: str | None = None
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run
+
+
+@dataclass(frozen=True)
+class ExpectationChecked(Event):
+    """One ``expect`` entry was checked: ``key`` (``torch.version``, ``packages.numpy``), the
+    ``expected`` spec, the ``actual`` value read, and the ``verdict`` pass or fail (with why)."""
+
+    type: ClassVar[str] = "ExpectationChecked"
+
+    host_name: str
+    key: str
+    expected: str
+    actual: Any
+    verdict: str
+    reason: str | None = None
+    probe: str | None = None
+    run: str | None = None
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
-    for cls in (JournalOpened, HostKeyAccepted, StepStarted, OutputChunk, StepFinished, NoteAdded)
+    for cls in (
+        JournalOpened, HostKeyAccepted, StepStarted, OutputChunk, StepFinished, NoteAdded,
+        PackagesSnapshotted, ProbeRecorded, ExpectationChecked,
+    )
 }
