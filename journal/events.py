@@ -246,7 +246,14 @@ class ExpectationChecked(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
-        JournalOpened, HostKeyAccepted, StepStarted, OutputChunk, StepFinished, NoteAdded,
-        PackagesSnapshotted, ProbeRecorded, ExpectationChecked,
+        JournalOpened,
+        HostKeyAccepted,
+        StepStarted,
+        OutputChunk,
+        StepFinished,
+        NoteAdded,
+        PackagesSnapshotted,
+        ProbeRecorded,
+        ExpectationChecked,
     )
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from journal.errors import BadInput
+from journal.probes import ProbeSpec, specs_from_runbook
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SSH_TARGET = re.compile(
@@ -84,7 +85,7 @@ class Runbook:
     hosts: dict[str, Host]
     steps: list[Step]
     redact: list[str] = field(default_factory=list)
-    probes: dict[str, Any] = field(default_factory=dict)
+    probes: dict[str, ProbeSpec] = field(default_factory=dict)
     benchmarks: dict[str, Any] = field(default_factory=dict)
     text: str = ""
 
@@ -282,7 +283,16 @@ def parse(text: str, path: Path) -> Runbook:
             raise check.fail(f"steps[{index}].name", f"a step named {step.name!r} comes earlier")
         steps.append(step)
 
-    probes = check.table(data.get("probes", {}), "probes")
+    probes = specs_from_runbook(check.table(data.get("probes", {}), "probes"), check.fail)
+    for probe_name, spec in probes.items():
+        _expect_specs(check, spec.expect, f"probes.{probe_name}.expect")
+    for index, step in enumerate(steps):
+        for probe in step.probes:
+            if probe not in probes:
+                raise check.fail(
+                    f"steps[{index}].probes",
+                    f"no probe named {probe!r}{suggest(probe, list(probes))}",
+                )
     benchmarks = check.table(data.get("benchmarks", {}), "benchmarks")
     return Runbook(path, name, hosts, steps, redact, probes, benchmarks, text)
 
@@ -317,6 +327,13 @@ def _host(check: _Checker, name: str, spec: Any) -> Host:
     return Host(name, ssh, python, env, accept)
 
 
+def _expect_specs(check: _Checker, expect: dict[str, Any], key: str) -> None:
+    """Every expectation must parse now, not fail halfway through an upgrade."""
+    from journal.expect import validate
+
+    validate(expect, key, check.fail)
+
+
 def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
     spec = check.table(spec, key)
     check.known_keys(spec, STEP_KEYS, key)
@@ -339,6 +356,7 @@ def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
         timeout = float(timeout)
     probes = check.strings(spec.get("probes", []), f"{key}.probes")
     expect = check.table(spec.get("expect", {}), f"{key}.expect")
+    _expect_specs(check, expect, f"{key}.expect")
     step_hosts = check.strings(spec.get("hosts", []), f"{key}.hosts")
     for host in step_hosts:
         if host not in hosts:

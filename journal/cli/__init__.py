@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="the step's name")
     _host_options(p)
     p = command(
+        "probe", commands.run_probe, "run a probe on the hosts and record it", parent=run_sub
+    )
+    p.add_argument("name", help="packages, torch-env, or a [probes.NAME] of the runbook")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    _host_options(p)
+    p = command(
         "plan", commands.run_plan, "run the plan's steps in order, resuming", parent=run_sub
     )
     p.add_argument("--from", dest="from_step", metavar="NAME", help="start at this step")

@@ -68,6 +68,37 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
     return exit_status(runs)
 
 
+def run_probe(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    if args.name not in runbook.probes:
+        from journal.runbook import suggest
+
+        hint = suggest(args.name, list(runbook.probes))
+        raise BadInput(f"{runbook.path}: no probe named {args.name!r}{hint}")
+    hosts = [runbook.host(h) for h in dict.fromkeys(args.host)] or list(runbook.hosts.values())
+    from journal.service.probe import run_probe as run_probe_service
+    from journal.service.steps import Echo, ensure_opened
+
+    ensure_opened(ctx.store, runbook)
+    runs = run_probe_service(
+        ctx.store,
+        runbook,
+        args.name,
+        hosts,
+        Echo(prefix=len(hosts) > 1),
+        accept_new_host_key=args.accept_new_host_key,
+    )
+    if args.json:
+        import json
+
+        print(json.dumps({run.host: run.result for run in runs}, indent=2, sort_keys=True))
+    if len(runs) < len(hosts):
+        return 130
+    if any(run.error and run.error.startswith("could not connect") for run in runs):
+        return 255
+    return 1 if any(run.error or run.failed for run in runs) else 0
+
+
 def run_plan(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
     # Names are checked before the journal is opened: bad input records nothing.
@@ -118,7 +149,7 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     if ctx.has_runbook() and ctx.runbook.name == journal:
         timeline.plan = ctx.runbook.plan
         timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
-    print(render.progress_text(journal, timeline.plan, progress(timeline)))
+    print(render.progress_text(journal, timeline.plan, progress(timeline), timeline))
     return 0
 
 

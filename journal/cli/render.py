@@ -6,8 +6,17 @@ from collections.abc import Iterable
 
 from journal.events import NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
+from journal.probes.summary import summary
+from journal.projections.packages import PackageChange
 from journal.projections.progress import HostState
-from journal.projections.timeline import HostKeyView, NoteView, StepRunView, Timeline
+from journal.projections.timeline import (
+    ExpectationView,
+    HostKeyView,
+    NoteView,
+    ProbeView,
+    StepRunView,
+    Timeline,
+)
 from journal.recorder import decode
 
 MARK = {
@@ -70,7 +79,11 @@ def timeline_text(timeline: Timeline) -> str:
     for item in timeline.items:
         if isinstance(item, StepRunView):
             lines.append(run_line(item))
-            lines.append(f"{' ' * 22}$ {first_line(item.command)}")
+            lines.append(f"{PAD}$ {first_line(item.command)}")
+            lines.extend(f"{PAD}{line}" for line in run_details(item))
+        elif isinstance(item, ProbeView):
+            lines.append(f"{when(item.ts)}  probe {item.probe} on {item.host}: {probe_line(item)}")
+            lines.extend(f"{PAD}{expectation_line(e)}" for e in item.expectations)
         elif isinstance(item, NoteView):
             tags = f" [{', '.join(item.tags)}]" if item.tags else ""
             lines.append(f"{when(item.ts)}  note{tags}: {item.text}")
@@ -82,12 +95,59 @@ def timeline_text(timeline: Timeline) -> str:
     return "\n".join(lines)
 
 
+PAD = " " * 22
+
+
+def probe_line(probe: ProbeView) -> str:
+    if probe.result is None:
+        return f"FAILED: {probe.error}"
+    return summary(probe.probe, probe.result)
+
+
+def expectation_line(check: ExpectationView) -> str:
+    if check.ok:
+        return f"[ok  ] expect {check.key} = {check.expected!r} ({check.actual})"
+    return f"[FAIL] expect {check.key} = {check.expected!r}: {check.reason}"
+
+
+def change_line(change: PackageChange) -> str:
+    kind = (
+        change.kind + (", variant switched" if change.variant_switched else "")
+        if change.kind != "variant-switched"
+        else change.kind
+    )
+    if change.before is None:
+        return f"+ {change.name} {change.after} ({kind})"
+    if change.after is None:
+        return f"- {change.name} {change.before} ({kind})"
+    return f"~ {change.name} {change.before} -> {change.after} ({kind})"
+
+
+def run_details(run: StepRunView) -> list[str]:
+    """A step run's package changes, probes and expectation verdicts."""
+    lines = []
+    diff = run.diff
+    if diff is not None:
+        if diff.empty:
+            lines.append("packages: no change")
+        else:
+            lines.append(f"packages: {plural(len(diff.changes), 'change')}")
+            lines.extend("  " + change_line(c) for c in diff.changes)
+    for probe in run.probes:
+        if probe.probe != "packages":
+            lines.append(f"probe {probe.probe}: {probe_line(probe)}")
+    lines.extend(expectation_line(e) for e in run.expectations)
+    return lines
+
+
 def first_line(command: str) -> str:
     head, _, rest = command.strip().partition("\n")
     return head + (" …" if rest else "")
 
 
-def progress_text(journal: str, plan: list[str], hosts: list[HostState]) -> str:
+def progress_text(
+    journal: str, plan: list[str], hosts: list[HostState], timeline: Timeline | None = None
+) -> str:
     """The plan as a table of steps × hosts, then one summary line per host."""
     lines = [f"journal {journal}: plan of {plural(len(plan), 'step')}"]
     if not plan:
@@ -108,6 +168,11 @@ def progress_text(journal: str, plan: list[str], hosts: list[HostState]) -> str:
         )
         done = f"{host.done}/{len(host.steps)} steps done"
         lines.append(f"host {host.host} ({host.target or '?'}): {done}; {tail}")
+        probe = (timeline.latest_probes.get(host.host, {}) if timeline else {}).get("torch-env")
+        if probe is not None and probe.result is not None:
+            lines.append(f"  {summary('torch-env', probe.result)} (probed {when(probe.ts)})")
+        elif timeline is not None:
+            lines.append("  stack not probed yet: `journal run probe torch-env`")
     return "\n".join(lines)
 
 

@@ -41,6 +41,11 @@ ssh = "local"
 python = "{py}"
 env = {{ UV_CACHE_DIR = "{root}/uv-cache", UV_NO_CONFIG = "1", UV_PYTHON_DOWNLOADS = "never" }}
 
+# The stand-in torch answers torch.cuda.nccl.version() but ships no libnccl, so the probe
+# asks torch itself (on a real GPU host the default reads the library, seconds faster).
+[probes.torch-env]
+import_torch = true
+
 [[steps]]
 name = "backup-env"
 run = '''mkdir -p {root}/backup && {uv} pip freeze --python {py} > {root}/backup/requirements-before.txt && cat {root}/backup/requirements-before.txt'''
@@ -52,6 +57,7 @@ run = '''{uv} pip install --python {py} torch torchvision torchaudio --index-url
 [[steps]]
 name = "verify-torch"
 run = '''{verify}'''
+probes = ["torch-env"]
 
 [[steps]]
 name = "reinstall-torch"
@@ -60,6 +66,8 @@ run = '''{uv} pip install --python {py} torch torchvision torchaudio --index-url
 [[steps]]
 name = "verify-torch-again"
 run = '''{verify}'''
+probes = ["torch-env"]
+expect = {{ "torch.version" = "*+cu130", "torch.cuda" = "13.0", "nccl" = ">=2.28", "packages.numpy" = "==2.4.1" }}
 """
 
 

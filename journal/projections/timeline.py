@@ -12,14 +12,48 @@ from typing import Any
 
 from journal.events import (
     Event,
+    ExpectationChecked,
     HostKeyAccepted,
     JournalOpened,
     NoteAdded,
     OutputChunk,
+    PackagesSnapshotted,
+    ProbeRecorded,
     StepFinished,
     StepStarted,
 )
 from journal.mapper import Recorded
+from journal.projections.packages import PackageDiff, diff_packages
+
+
+@dataclass
+class ExpectationView:
+    """One expectation checked after a step or a probe."""
+
+    seq: int
+    host: str
+    key: str
+    expected: str
+    actual: Any
+    ok: bool
+    reason: str | None
+    probe: str | None
+    run: str | None
+
+
+@dataclass
+class ProbeView:
+    """A probe's result on a host (after a step, or run on its own)."""
+
+    seq: int
+    ts: str
+    host: str
+    probe: str
+    result: dict[str, Any] | None
+    error: str | None
+    seconds: float
+    run: str | None
+    expectations: list[ExpectationView] = field(default_factory=list)
 
 
 @dataclass
@@ -49,10 +83,20 @@ class StepRunView:
     chunks: int = 0
     bytes: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
     lines: dict[str, int] = field(default_factory=lambda: {"stdout": 0, "stderr": 0})
+    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    probes: list[ProbeView] = field(default_factory=list)
+    expectations: list[ExpectationView] = field(default_factory=list)
 
     @property
     def finished_ok(self) -> bool:
         return self.status == "succeeded"
+
+    @property
+    def diff(self) -> PackageDiff | None:
+        """What the step changed in the target env (None without both snapshots)."""
+        if "before" not in self.snapshots or "after" not in self.snapshots:
+            return None
+        return diff_packages(self.snapshots["before"], self.snapshots["after"])
 
 
 @dataclass
@@ -79,7 +123,7 @@ class HostKeyView:
     fingerprint: str
 
 
-TimelineItem = StepRunView | NoteView | HostKeyView
+TimelineItem = StepRunView | NoteView | HostKeyView | ProbeView
 
 
 @dataclass
@@ -91,6 +135,10 @@ class Timeline:
     hosts: dict[str, str] = field(default_factory=dict)
     items: list[TimelineItem] = field(default_factory=list)
     runs: dict[str, StepRunView] = field(default_factory=dict)
+    #: the latest result of each probe on each host: host -> probe -> view
+    latest_probes: dict[str, dict[str, ProbeView]] = field(default_factory=dict)
+    #: the latest package snapshot of each host
+    latest_packages: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: int = 0
     last_ts: str | None = None
 
@@ -158,6 +206,58 @@ def _(event: NoteAdded, rec: Recorded, state: Timeline) -> None:
     state.items.append(
         NoteView(rec.seq, rec.ts, event.text, list(event.tags), event.author, event.host_name)
     )
+
+
+@apply.register
+def _(event: PackagesSnapshotted, rec: Recorded, state: Timeline) -> None:
+    state.latest_packages[event.host_name] = event.packages
+    view = state.runs.get(event.run) if event.run else None
+    if view is not None and event.phase in ("before", "after"):
+        view.snapshots[event.phase] = event.packages
+
+
+@apply.register
+def _(event: ProbeRecorded, rec: Recorded, state: Timeline) -> None:
+    probe = ProbeView(
+        rec.seq,
+        rec.ts,
+        event.host_name,
+        event.probe,
+        event.result,
+        event.error,
+        event.seconds,
+        event.run,
+    )
+    if event.result is not None:
+        state.latest_probes.setdefault(event.host_name, {})[event.probe] = probe
+    view = state.runs.get(event.run) if event.run else None
+    if view is not None:
+        view.probes.append(probe)
+    else:
+        state.items.append(probe)
+
+
+@apply.register
+def _(event: ExpectationChecked, rec: Recorded, state: Timeline) -> None:
+    check = ExpectationView(
+        rec.seq,
+        event.host_name,
+        event.key,
+        event.expected,
+        event.actual,
+        event.verdict == "pass",
+        event.reason,
+        event.probe,
+        event.run,
+    )
+    view = state.runs.get(event.run) if event.run else None
+    if view is not None:
+        view.expectations.append(check)
+    else:
+        for item in reversed(state.items):  # a standalone probe's own expectations
+            if isinstance(item, ProbeView) and item.host == event.host_name:
+                item.expectations.append(check)
+                break
 
 
 @apply.register

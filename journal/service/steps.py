@@ -9,15 +9,19 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import BinaryIO
+from dataclasses import dataclass, field, replace
+from typing import Any, BinaryIO, TypeVar
 
 from journal.events import HostKeyAccepted, JournalOpened, StepFinished, StepStarted
+from journal.expect import Verdict
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
+from journal.service.checks import HostChecks
 from journal.store import EventStore
 from journal.transport import ConnectFailed, Outcome, transport_for
+
+R = TypeVar("R")
 
 #: How long, after Ctrl-C, the hosts get to stop their commands before journal gives up.
 STOP_WAIT_S = 15.0
@@ -36,6 +40,7 @@ class StepRun:
     step: str
     host: str
     outcome: Outcome
+    failed_expectations: list[Verdict] = field(default_factory=list)
 
 
 class Echo:
@@ -72,6 +77,12 @@ class Echo:
             self._partial[key] = lines[-1]
         tag = f"[{host}] ".encode()
         return b"".join(tag + line + b"\n" for line in lines[:-1])
+
+    def say(self, text: str) -> None:
+        """A line of journal's own (probe results, verdicts) on stderr."""
+        with self._lock:
+            self.err.write(f"journal: {text}\n".encode())
+            self.err.flush()
 
     def flush_host(self, host: str) -> None:
         """Write what is left of a host's last line when its step ends."""
@@ -113,27 +124,36 @@ def run_step(
     plan_run: str | None = None,
 ) -> list[StepRun]:
     """Run ``step`` on every host in parallel; Ctrl-C stops them all and records it."""
-    cancel = threading.Event()
-    results: dict[str, StepRun] = {}
+    return on_hosts(
+        hosts,
+        lambda host, cancel: _run_on_host(
+            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run
+        ),
+    )
 
-    def work(host: Host) -> None:
+
+def on_hosts(hosts: list[Host], work: Callable[[Host, threading.Event], R]) -> list[R]:
+    """Run ``work`` for every host in its own thread; on Ctrl-C, tell them all to stop and
+    wait up to STOP_WAIT_S. The results of the hosts that finished, in the hosts' order."""
+    cancel = threading.Event()
+    results: dict[str, R] = {}
+    done = threading.Semaphore(0)
+
+    def run(host: Host) -> None:
         try:
-            results[host.name] = _run_on_host(
-                store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run
-            )
+            results[host.name] = work(host, cancel)
         finally:
             done.release()
 
-    # Waiting by polling a semaphore with sleep, not Thread.join: a join interrupted by Ctrl-C
-    # can leave CPython 3.11 believing the thread has ended.
-    done = threading.Semaphore(0)
     threads = [
-        threading.Thread(target=work, args=(h,), name=f"step-{h.name}", daemon=True) for h in hosts
+        threading.Thread(target=run, args=(h,), name=f"host-{h.name}", daemon=True) for h in hosts
     ]
     for thread in threads:
         thread.start()
     finished = 0
 
+    # Polling a semaphore with sleep, not Thread.join: a join interrupted by Ctrl-C can leave
+    # CPython 3.11 believing the thread has ended.
     def wait(deadline: float) -> None:
         nonlocal finished
         while finished < len(threads) and time.monotonic() < deadline:
@@ -146,7 +166,7 @@ def run_step(
         wait(float("inf"))
     except KeyboardInterrupt:
         cancel.set()
-        print("\njournal: interrupting the step on every host…", file=sys.stderr)
+        print("\njournal: interrupting every host…", file=sys.stderr)
         wait(time.monotonic() + STOP_WAIT_S)
     return [results[h.name] for h in hosts if h.name in results]
 
@@ -206,35 +226,47 @@ def _run_on_host(
         )
         return StepRun(run_id, step.name, host.name, outcome)
 
-    try:
-        transport.connect()
-    except ConnectFailed as exc:
-        return finish(Outcome("failed", None, 0.0, None, f"could not connect: {exc}"))
-    store.append(
-        journal,
-        [
-            HostKeyAccepted(
-                host_name=host.name,
-                target=key.target,
-                key_type=key.key_type,
-                fingerprint=key.fingerprint,
-                known_hosts=key.known_hosts,
-            )
-            for key in getattr(transport, "accepted", [])
-        ],
-    )
-    recorder = OutputRecorder(
-        lambda chunks: store.append(journal, chunks),
-        run_id,
-        host.name,
+    error = connect(transport, host, lambda events: store.append(journal, events))
+    if error:
+        return finish(Outcome("failed", None, 0.0, None, error))
+    checks = HostChecks(
+        runbook,
+        host,
+        transport,
+        env,
         redactor,
-        echo.for_host(host.name),
+        lambda events: store.append(journal, events),
+        cancel,
+        echo.say,
     )
     started = time.monotonic()
+    failed: list[Verdict] = []
+    recorder: OutputRecorder | None = None
     try:
+        if step.snapshots:
+            checks.snapshot("before", run_id, run_id)
+        # Made now, so that chunk times count from the command's start.
+        recorder = OutputRecorder(
+            lambda chunks: store.append(journal, chunks),
+            run_id,
+            host.name,
+            redactor,
+            echo.for_host(host.name),
+        )
         outcome = transport.run(
             step.run, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id
         )
+        recorder.close()
+        echo.flush_host(host.name)
+        if outcome.status in ("succeeded", "failed") and outcome.exit_code is not None:
+            failed = _after_step(checks, step, outcome, run_id)
+            if failed and outcome.ok:
+                more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+                outcome = replace(
+                    outcome,
+                    status="failed",
+                    reason=f"expectation failed: {failed[0].reason}{more}",
+                )
     except Exception as exc:  # noqa: BLE001 - whatever broke, the step run must be closed
         outcome = Outcome(
             "failed",
@@ -244,10 +276,47 @@ def _run_on_host(
             f"the transport failed: {type(exc).__name__}: {exc}",
         )
     finally:
-        recorder.close()
+        if recorder is not None:
+            recorder.close()
         echo.flush_host(host.name)
         transport.close()
-    return finish(outcome)
+    return replace(finish(outcome), failed_expectations=failed)
+
+
+def _after_step(checks: HostChecks, step: Step, outcome: Outcome, run_id: str) -> list[Verdict]:
+    """Snapshot, probe and check expectations after the command; the failed expectations."""
+    packages = None
+    if step.snapshots or "packages" in step.probes:
+        packages = checks.snapshot("after", run_id, run_id)
+    probes = [name for name in step.probes if name != "packages"]
+    for name in probes:
+        checks.probe(name, run_id, run_id)
+    if not outcome.ok:
+        return []  # a failed command says enough; its expectations are moot
+    verdicts = checks.expect(step.expect, packages, run_id)
+    verdicts += checks.probe_expectations(step.probes, packages, run_id)
+    return [v for v in verdicts if not v.ok]
+
+
+def connect(transport: Any, host: Host, append: Callable[[list[Any]], None]) -> str | None:
+    """Open the transport, recording any host key accepted; the reason if it failed."""
+    try:
+        transport.connect()
+    except ConnectFailed as exc:
+        return f"could not connect: {exc}"
+    append(
+        [
+            HostKeyAccepted(
+                host_name=host.name,
+                target=key.target,
+                key_type=key.key_type,
+                fingerprint=key.fingerprint,
+                known_hosts=key.known_hosts,
+            )
+            for key in getattr(transport, "accepted", [])
+        ]
+    )
+    return None
 
 
 def exit_status(runs: list[StepRun]) -> int:
@@ -261,6 +330,8 @@ def exit_status(runs: list[StepRun]) -> int:
             return 130
         if outcome.status == "timed-out":
             return 124
+        if outcome.exit_code == 0 and run.failed_expectations:
+            return 1
         if outcome.exit_code:
             return outcome.exit_code
         return 255

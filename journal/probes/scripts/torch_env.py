@@ -59,17 +59,22 @@ def torch_files():
 
 
 def read_version_py(folder):
-    """torch/version.py's cuda, hip and git_version, parsed as text."""
+    """torch/version.py's __version__, cuda, hip and git_version, read as literals."""
+    import ast
+
     try:
         with open(os.path.join(folder, "version.py")) as fh:
             text = fh.read()
     except OSError as exc:
         return unavailable("cannot read torch/version.py: %s" % exc)
     out = {}
-    for key in ("__version__", "cuda", "hip", "git_version"):
-        match = re.search(r"^%s(?:\s*:[^=]*)?=\s*(None|'([^']*)'|\"([^\"]*)\")" % key, text, re.M)
+    for line in text.splitlines():
+        match = re.match(r"^(__version__|cuda|hip|git_version)\s*(?::[^=]*)?=\s*(.+?)\s*$", line)
         if match:
-            out[key] = None if match.group(1) == "None" else (match.group(2) or match.group(3))
+            try:
+                out[match.group(1)] = ast.literal_eval(match.group(2))
+            except (ValueError, SyntaxError):
+                pass
     return out
 
 
@@ -130,8 +135,12 @@ def visible_devices(devices):
     chosen = []
     for item in value.split(","):
         item = item.strip()
-        match = [d for d in devices if str(d.get("index")) == item or (
-            item.startswith("GPU-") and str(d.get("uuid", "")).startswith(item))]
+        match = [
+            d
+            for d in devices
+            if str(d.get("index")) == item
+            or (item.startswith("GPU-") and str(d.get("uuid", "")).startswith(item))
+        ]
         if not match:
             break  # CUDA stops at the first entry it cannot resolve
         chosen.append(match[0])
@@ -158,7 +167,9 @@ def parse_smi_csv(text):
                 "name": name,
                 "uuid": uuid,
                 "driver": driver,
-                "memory_total_mib": int(float(memory)) if memory.replace(".", "").isdigit() else None,
+                "memory_total_mib": int(float(memory))
+                if memory.replace(".", "").isdigit()
+                else None,
                 "capability": capability,
             }
         )
@@ -186,7 +197,9 @@ def from_nvidia_smi():
     try:
         csv = subprocess.run(
             [smi, "--query-gpu=" + query, "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         banner = subprocess.run([smi], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -206,7 +219,9 @@ def from_nvml():
     except ImportError:
         smi = from_nvidia_smi()
         if "unavailable" in smi:
-            return unavailable("pynvml (nvidia-ml-py) is not installed in this python; " + smi["unavailable"])
+            return unavailable(
+                "pynvml (nvidia-ml-py) is not installed in this python; " + smi["unavailable"]
+            )
         return smi
     try:
         pynvml.nvmlInit()
@@ -265,7 +280,9 @@ def nvcc(home):
     for path in candidates:
         if os.path.exists(path):
             try:
-                done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+                done = subprocess.run(
+                    [path, "--version"], capture_output=True, text=True, timeout=30
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return unavailable("%s --version failed: %s" % (path, exc))
             match = re.search(r"release ([\d.]+), V([\d.]+)", done.stdout)
@@ -278,7 +295,12 @@ def nvcc(home):
 def system_nccl(home):
     """NCCL outside torch's wheel: NCCL_VERSION (NGC images) and libnccl.so.* on the system."""
     out = {"NCCL_VERSION": os.environ.get("NCCL_VERSION")}
-    dirs = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/local/lib"]
+    dirs = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/local/lib",
+    ]
     dirs += glob.glob("/usr/local/nccl*/lib") + glob.glob("/opt/nccl*/lib")
     if isinstance(home, str):
         dirs += [os.path.join(home, "lib64"), os.path.join(home, "lib")]
@@ -353,7 +375,13 @@ def probe(import_torch=True):
     if version is None:
         reason = "torch is not installed in this python"
         for key in (
-            "version", "cuda", "cudnn", "nccl", "cuda_available", "device_count", "arch_list",
+            "version",
+            "cuda",
+            "cudnn",
+            "nccl",
+            "cuda_available",
+            "device_count",
+            "arch_list",
             "devices",
         ):
             torch_info[key] = unavailable(reason)
@@ -377,15 +405,23 @@ def probe(import_torch=True):
     # The NCCL and cuDNN of torch's own wheels, loaded without torch.
     lib = _site_lib("nccl", "libnccl.so*")
     try:
-        result["nccl_library"] = {"path": lib, "version": nccl_from_library(lib)} if lib else unavailable(
-            "no nvidia-nccl wheel library in this env"
+        result["nccl_library"] = (
+            {"path": lib, "version": nccl_from_library(lib)}
+            if lib
+            else unavailable("no nvidia-nccl wheel library in this env")
         )
     except OSError as exc:
         result["nccl_library"] = unavailable("loading %s failed: %s" % (lib, exc))
+    wheels = [(n, v) for n, v in result["packages"].items() if n.startswith("nvidia-nccl-cu")]
+    if "unavailable" in result["nccl_library"] and wheels:
+        # The wheel is there but its library could not be read: its version is the next best.
+        result["nccl_library"] = {"path": None, "version": wheels[0][1], "source": wheels[0][0]}
     lib = _site_lib("cudnn", "libcudnn.so*")
     try:
-        result["cudnn_library"] = {"path": lib, "version": cudnn_from_library(lib)} if lib else unavailable(
-            "no nvidia-cudnn wheel library in this env"
+        result["cudnn_library"] = (
+            {"path": lib, "version": cudnn_from_library(lib)}
+            if lib
+            else unavailable("no nvidia-cudnn wheel library in this env")
         )
     except (OSError, AttributeError) as exc:
         result["cudnn_library"] = unavailable("loading %s failed: %s" % (lib, exc))
@@ -431,8 +467,10 @@ def infer_runtime(result, folder):
         return
     try:
         arch, source = arch_list_from_library(folder) if folder else (None, None)
-        t["arch_list"] = arch if arch is not None else unavailable(
-            "no arch flags string found in torch's libraries"
+        t["arch_list"] = (
+            arch
+            if arch is not None
+            else unavailable("no arch flags string found in torch's libraries")
         )
         if source:
             t["arch_list_source"] = source
@@ -463,7 +501,11 @@ def summarize(result):
     result["gpu_count"] = len(devices) if isinstance(devices, list) else devices
     names = sorted({d["name"] for d in devices}) if isinstance(devices, list) else []
     result["gpu_name"] = ", ".join(names) if names else None
-    caps = sorted({d.get("capability") for d in devices if d.get("capability")}) if isinstance(devices, list) else []
+    caps = (
+        sorted({d.get("capability") for d in devices if d.get("capability")})
+        if isinstance(devices, list)
+        else []
+    )
     result["capability"] = ", ".join(caps) if caps else None
 
 

@@ -1,0 +1,60 @@
+"""One-line summaries of probe results, for the terminal and the timeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def value(result: dict[str, Any], path: str) -> Any:
+    """The value at a dotted path of a probe result (None where absent)."""
+    node: Any = result
+    for part in path.split("."):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def shown(item: Any) -> str:
+    """A field as text: unreadable fields say so briefly."""
+    if isinstance(item, dict) and "unavailable" in item:
+        return "?"
+    if item is None:
+        return "None"
+    if isinstance(item, list):
+        return " ".join(str(x) for x in item) if item else "[]"
+    return str(item)
+
+
+def torch_env(result: dict[str, Any]) -> str:
+    """``torch 2.12.0…+cu130 (CUDA 13.0), NCCL 2.28.9, driver 580.159.04 (CUDA 13.0), 8 GPUs``."""
+    t = result.get("torch", {})
+    parts = [f"torch {shown(t.get('version'))} (CUDA {shown(t.get('cuda'))})"]
+    parts.append(f"NCCL {shown(result.get('nccl'))}")
+    parts.append(f"driver {shown(result.get('driver'))} (CUDA {shown(result.get('cuda_driver'))})")
+    count = result.get("gpu_count")
+    name = result.get("gpu_name")
+    gpus = f"{shown(count)} GPU" + ("" if count == 1 else "s")
+    if name:
+        gpus += f" {name} (sm {result.get('capability')})"
+    parts.append(gpus)
+    nvcc = result.get("nvcc")
+    if isinstance(nvcc, dict) and "release" in nvcc:
+        parts.append(f"nvcc {nvcc['release']}")
+    nvml = result.get("nvml")
+    if isinstance(nvml, dict) and "unavailable" in nvml:
+        parts.append(f"NVML unavailable: {nvml['unavailable']}")
+    return ", ".join(parts)
+
+
+def summary(name: str, result: dict[str, Any]) -> str:
+    """A probe result in one line."""
+    if name == "torch-env":
+        return torch_env(result)
+    if name == "packages":
+        packages = result.get("packages", {})
+        return f"{len(packages)} packages in {result.get('executable', '?')}"
+    return ", ".join(f"{k}={shown(v)}" for k, v in result.items() if not k.startswith("_"))

@@ -1,0 +1,129 @@
+"""What runs around a step on a host: package snapshots, probes and expectations, recorded."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from journal.events import Event, ExpectationChecked, PackagesSnapshotted, ProbeRecorded
+from journal.expect import Facts, Verdict, check_all
+from journal.probes import ProbeSpec
+from journal.probes.runner import ProbeOutcome, run_probe
+from journal.redact import Redactor
+from journal.runbook import Host, Runbook
+
+Append = Callable[[list[Event]], None]
+
+
+@dataclass
+class HostChecks:
+    """Runs and records snapshots, probes and expectations on one connected host."""
+
+    runbook: Runbook
+    host: Host
+    transport: Any
+    env: Mapping[str, str]
+    redactor: Redactor
+    append: Append
+    cancel: threading.Event
+    say: Callable[[str], None] = lambda text: None
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def _probe(self, spec: ProbeSpec, run_id: str) -> ProbeOutcome:
+        return run_probe(
+            self.transport, spec, self.host.python, self.env, self.redactor, self.cancel, run_id
+        )
+
+    def snapshot(self, phase: str, run: str | None, run_id: str) -> dict[str, Any] | None:
+        """Record every package of the target python (``PackagesSnapshotted``); None if the
+        packages probe failed (recorded as a failed ``ProbeRecorded`` so it shows)."""
+        outcome = self._probe(self.runbook.probes["packages"], run_id)
+        if outcome.result is None or not isinstance(outcome.result.get("packages"), dict):
+            error = outcome.error or "the packages probe returned no packages"
+            self.append(
+                [ProbeRecorded(self.host.name, "packages", None, outcome.seconds, error, run)]
+            )
+            self.say(f"packages snapshot ({phase}) on {self.host.name} failed: {error}")
+            return None
+        result = outcome.result
+        self.append(
+            [
+                PackagesSnapshotted(
+                    host_name=self.host.name,
+                    phase=phase,
+                    python=str(result.get("executable") or self.host.python),
+                    packages=result["packages"],
+                    seconds=outcome.seconds,
+                    run=run,
+                )
+            ]
+        )
+        return result["packages"]
+
+    def probe(self, name: str, run: str | None, run_id: str) -> dict[str, Any] | None:
+        """Run and record one probe; its result, or None when it failed."""
+        spec = self.runbook.probes[name]
+        if name == "packages":
+            packages = self.snapshot("probe" if run is None else "after", run, run_id)
+            return None if packages is None else {"packages": packages}
+        outcome = self._probe(spec, run_id)
+        self.append(
+            [
+                ProbeRecorded(
+                    self.host.name, name, outcome.result, outcome.seconds, outcome.error, run
+                )
+            ]
+        )
+        if outcome.result is not None:
+            self.results[name] = outcome.result
+        else:
+            self.say(f"probe {name} on {self.host.name} failed: {outcome.error}")
+        return outcome.result
+
+    def expect(
+        self,
+        expect: Mapping[str, Any],
+        packages: Mapping[str, Any] | None,
+        run: str | None,
+        probe: str | None = None,
+    ) -> list[Verdict]:
+        """Check and record an ``expect`` table against this host's probe results."""
+        if not expect:
+            return []
+        facts = Facts(
+            probes=dict(self.results), packages=None if packages is None else dict(packages)
+        )
+        verdicts = check_all(dict(expect), facts)
+        self.append(
+            [
+                ExpectationChecked(
+                    host_name=self.host.name,
+                    key=v.key,
+                    expected=v.expected,
+                    actual=v.actual,
+                    verdict="pass" if v.ok else "fail",
+                    reason=v.reason,
+                    probe=probe,
+                    run=run,
+                )
+                for v in verdicts
+            ]
+        )
+        for v in verdicts:
+            mark = "ok  " if v.ok else "FAIL"
+            detail = f"({v.actual})" if v.ok else f"- {v.reason}"
+            self.say(f"[{mark}] expect {v.key} = {v.expected!r} on {self.host.name} {detail}")
+        return verdicts
+
+    def probe_expectations(
+        self, names: list[str], packages: Mapping[str, Any] | None, run: str | None
+    ) -> list[Verdict]:
+        """The ``expect`` tables of the probes that ran (``[probes.NAME] expect``)."""
+        verdicts: list[Verdict] = []
+        for name in names:
+            spec = self.runbook.probes[name]
+            if spec.expect and (name in self.results or name == "packages"):
+                verdicts += self.expect(spec.expect, packages, run, probe=name)
+        return verdicts
