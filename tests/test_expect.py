@@ -1,10 +1,10 @@
 """The expectation engine against real probe output: the H200 capture and its package snapshot.
 
 `tests/data/h200/torch-env.json` and `packages.json` are what the probes printed on a real
-H200 host (see `tests/data/h200/capture.sh`): torch 2.11.0 (PyPI's CUDA 13.0 build, whose
-version has no local label), NCCL 2.28.9, one GPU. The nightly facts are that capture with the
-seed upgrade's torch (`2.12.0.dev20260226+cu130`); the CPU facts are what the probe reports for
-a CPU torch, kept to the fields the tests read.
+H200 host (see `tests/data/h200/capture.sh`): torch 2.11.0+cu130 (PyPI's CUDA 13.0 build: its
+wheel metadata says plain 2.11.0, torch/version.py says +cu130), NCCL 2.28.9, one GPU. The
+nightly facts are that capture with the seed upgrade's torch (`2.12.0.dev20260226+cu130`);
+the CPU facts are what the probe reports for a CPU torch, kept to the fields the tests read.
 """
 
 from __future__ import annotations
@@ -111,9 +111,10 @@ def test_glob_fails_for_the_variant_not_switched() -> None:
     verdict = fails("torch.version", "*+cu130", before)
     assert verdict.reason == "torch.version is 2.10.0+cu128, expected *+cu130"
     assert verdict.actual == "2.10.0+cu128"
-    # The real H200's torch is PyPI's CUDA 13.0 build: its version carries no +cu130 at all.
-    assert fails("torch.version", "*+cu130", h200()).reason == (
-        "torch.version is 2.11.0, expected *+cu130"
+    # The real H200's torch is a cu130 build: the glob holds there, and a cu128 one does not.
+    passes("torch.version", "*+cu130", h200())
+    assert fails("torch.version", "*+cu128", h200()).reason == (
+        "torch.version is 2.11.0+cu130, expected *+cu128"
     )
 
 
@@ -130,12 +131,13 @@ def test_exact_fails_for_other_text() -> None:
 
 
 def test_exact_is_text_and_double_equals_is_pep440() -> None:
-    verdict = fails("torch.version", "2.11", h200())
+    verdict = fails("packages.torch", "2.11", h200())
     assert verdict.reason == (
-        "torch.version is 2.11.0, expected 2.11 "
+        "packages.torch is 2.11.0, expected 2.11 "
         "(equal as versions but not as text; write ==2.11 to compare versions)"
     )
-    passes("torch.version", "==2.11", h200())
+    passes("packages.torch", "==2.11", h200())
+    passes("torch.version", "==2.11+cu130", h200())
     fails("torch.version", "2.12.0.dev20260226", nightly())
     passes("torch.version", "==2.12.0.dev20260226", nightly())
 
@@ -427,6 +429,8 @@ def test_check_all_keeps_the_tables_order() -> None:
     assert [v.key for v in verdicts] == list(expect)
     assert all(v.ok for v in verdicts)
     verdicts = check_all(expect, h200())
+    assert [v.ok for v in verdicts] == [True, True, True, True, True]
+    verdicts = check_all({**expect, "torch.version": "*+cu128"}, h200())
     assert [v.ok for v in verdicts] == [False, True, True, True, True]
     verdicts = check_all(DESIGN_EXPECT, cpu())
     assert [v.reason for v in verdicts] == [

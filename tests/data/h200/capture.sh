@@ -22,3 +22,5 @@ t $py -m pip list --format json > "$out/pip-list.json" 2>/dev/null
 $py -c "import torch; print(torch._C._cuda_getArchFlags()); print(torch.cuda.get_arch_list())" > "$out/torch-arch.txt" 2>&1
 tar -C "$out" -czf "$OUT/h200.tar.gz" .
 cat "$out/timings.txt"
+# The probe benchmark, on the same python.
+PYTHONUNBUFFERED=1 $py bench/probe.py --python $py --rounds 3
