@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from journal.events import NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
 from journal.probes.summary import summary
-from journal.projections.packages import PackageChange
+from journal.projections.packages import change_text
 from journal.projections.progress import HostState
 from journal.projections.timeline import (
     ExpectationView,
@@ -106,21 +107,10 @@ def probe_line(probe: ProbeView) -> str:
 
 def expectation_line(check: ExpectationView) -> str:
     if check.ok:
-        return f"[ok  ] expect {check.key} = {check.expected!r} ({check.actual})"
+        actual = check.actual
+        shown = actual if isinstance(actual, str) else json.dumps(actual, ensure_ascii=False)
+        return f"[ok  ] expect {check.key} = {check.expected!r} ({shown})"
     return f"[FAIL] expect {check.key} = {check.expected!r}: {check.reason}"
-
-
-def change_line(change: PackageChange) -> str:
-    kind = (
-        change.kind + (", variant switched" if change.variant_switched else "")
-        if change.kind != "variant-switched"
-        else change.kind
-    )
-    if change.before is None:
-        return f"+ {change.name} {change.after} ({kind})"
-    if change.after is None:
-        return f"- {change.name} {change.before} ({kind})"
-    return f"~ {change.name} {change.before} -> {change.after} ({kind})"
 
 
 def run_details(run: StepRunView) -> list[str]:
@@ -132,7 +122,7 @@ def run_details(run: StepRunView) -> list[str]:
             lines.append("packages: no change")
         else:
             lines.append(f"packages: {plural(len(diff.changes), 'change')}")
-            lines.extend("  " + change_line(c) for c in diff.changes)
+            lines.extend("  " + change_text(c) for c in diff.changes)
     for probe in run.probes:
         if probe.probe != "packages":
             lines.append(f"probe {probe.probe}: {probe_line(probe)}")

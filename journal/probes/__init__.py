@@ -80,8 +80,13 @@ def specs_from_runbook(probes: dict[str, Any], fail: Fail = _plain_fail) -> dict
         if not isinstance(expect, dict):
             raise fail(f"{key}.expect", 'expected a table of key = "spec"')
         if name in BUILTIN:
-            if "run" in table or "capture" in table or "json" in table:
-                raise fail(key, f"{name} is built in; only expect, timeout, import_torch apply")
+            for option in ("run", "json", "capture"):
+                if option in table:
+                    raise fail(
+                        f"{key}.{option}",
+                        f"{name} is built in and runs its own script; "
+                        "only expect, timeout and import_torch apply",
+                    )
             args: tuple[str, ...] = ()
             if table.get("import_torch", False) is True:
                 if name != "torch-env":

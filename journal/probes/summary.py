@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -57,4 +58,14 @@ def summary(name: str, result: dict[str, Any]) -> str:
     if name == "packages":
         packages = result.get("packages", {})
         return f"{len(packages)} packages in {result.get('executable', '?')}"
-    return ", ".join(f"{k}={shown(v)}" for k, v in result.items() if not k.startswith("_"))
+    return ", ".join(f"{k}={_spelled(v)}" for k, v in result.items() if not k.startswith("_"))
+
+
+def _spelled(item: Any) -> str:
+    """A custom probe's field as an expectation spells it: text as is, the rest as JSON
+    (``true``, ``{"cuda": "13.0"}``), an unreadable one as ``?``."""
+    if isinstance(item, dict) and "unavailable" in item:
+        return "?"
+    if isinstance(item, str):
+        return item
+    return json.dumps(item, ensure_ascii=False)

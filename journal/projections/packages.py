@@ -270,3 +270,15 @@ def diffs_by_run(records: Iterable[Recorded]) -> dict[str, PackageDiff]:
         diff = diff_packages(first.packages, last.packages)
         diffs[run] = PackageDiff(diff.changes, host=host, run=run)
     return diffs
+
+
+def change_text(change: PackageChange) -> str:
+    """``torch 2.10.0+cu128 -> 2.12.0.dev20260226+cu130 (upgraded, variant switched)``."""
+    kind = change.kind
+    if change.variant_switched and kind != "variant-switched":
+        kind += ", variant switched"
+    if change.before is None:
+        return f"+ {change.name} {change.after} ({kind})"
+    if change.after is None:
+        return f"- {change.name} {change.before} ({kind})"
+    return f"{change.name} {change.before} -> {change.after} ({kind})"

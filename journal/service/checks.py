@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from typing import Any
 from journal.events import Event, ExpectationChecked, PackagesSnapshotted, ProbeRecorded
 from journal.expect import Facts, Verdict, check_all
 from journal.probes import ProbeSpec
+from journal.probes.summary import summary
 from journal.probes.runner import ProbeOutcome, run_probe
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook
@@ -30,6 +32,8 @@ class HostChecks:
     cancel: threading.Event
     say: Callable[[str], None] = lambda text: None
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the target python's own path, as the last package snapshot reported it
+    executable: str | None = None
 
     def _probe(self, spec: ProbeSpec, run_id: str) -> ProbeOutcome:
         return run_probe(
@@ -48,12 +52,13 @@ class HostChecks:
             self.say(f"packages snapshot ({phase}) on {self.host.name} failed: {error}")
             return None
         result = outcome.result
+        self.executable = str(result.get("executable") or self.host.python)
         self.append(
             [
                 PackagesSnapshotted(
                     host_name=self.host.name,
                     phase=phase,
-                    python=str(result.get("executable") or self.host.python),
+                    python=self.executable,
                     packages=result["packages"],
                     seconds=outcome.seconds,
                     run=run,
@@ -67,7 +72,9 @@ class HostChecks:
         spec = self.runbook.probes[name]
         if name == "packages":
             packages = self.snapshot("probe" if run is None else "after", run, run_id)
-            return None if packages is None else {"packages": packages}
+            if packages is None:
+                return None
+            return {"executable": self.executable, "packages": packages}
         outcome = self._probe(spec, run_id)
         self.append(
             [
@@ -78,6 +85,8 @@ class HostChecks:
         )
         if outcome.result is not None:
             self.results[name] = outcome.result
+            if run is not None:
+                self.say(f"{name} on {self.host.name}: {summary(name, outcome.result)}")
         else:
             self.say(f"probe {name} on {self.host.name} failed: {outcome.error}")
         return outcome.result
@@ -113,7 +122,8 @@ class HostChecks:
         )
         for v in verdicts:
             mark = "ok  " if v.ok else "FAIL"
-            detail = f"({v.actual})" if v.ok else f"- {v.reason}"
+            actual = v.actual if isinstance(v.actual, str) else json.dumps(v.actual)
+            detail = f"({actual})" if v.ok else f"- {v.reason}"
             self.say(f"[{mark}] expect {v.key} = {v.expected!r} on {self.host.name} {detail}")
         return verdicts
 

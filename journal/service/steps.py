@@ -14,6 +14,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from journal.events import HostKeyAccepted, JournalOpened, StepFinished, StepStarted
 from journal.expect import Verdict
+from journal.projections.packages import change_text, diff_packages
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
@@ -242,9 +243,10 @@ def _run_on_host(
     started = time.monotonic()
     failed: list[Verdict] = []
     recorder: OutputRecorder | None = None
+    before: dict[str, Any] | None = None
     try:
         if step.snapshots:
-            checks.snapshot("before", run_id, run_id)
+            before = checks.snapshot("before", run_id, run_id)
         # Made now, so that chunk times count from the command's start.
         recorder = OutputRecorder(
             lambda chunks: store.append(journal, chunks),
@@ -259,7 +261,7 @@ def _run_on_host(
         recorder.close()
         echo.flush_host(host.name)
         if outcome.status in ("succeeded", "failed") and outcome.exit_code is not None:
-            failed = _after_step(checks, step, outcome, run_id)
+            failed = _after_step(checks, step, outcome, run_id, before)
             if failed and outcome.ok:
                 more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
                 outcome = replace(
@@ -283,11 +285,21 @@ def _run_on_host(
     return replace(finish(outcome), failed_expectations=failed)
 
 
-def _after_step(checks: HostChecks, step: Step, outcome: Outcome, run_id: str) -> list[Verdict]:
+def _after_step(
+    checks: HostChecks,
+    step: Step,
+    outcome: Outcome,
+    run_id: str,
+    before: dict[str, Any] | None,
+) -> list[Verdict]:
     """Snapshot, probe and check expectations after the command; the failed expectations."""
     packages = None
     if step.snapshots or "packages" in step.probes:
         packages = checks.snapshot("after", run_id, run_id)
+    if before is not None and packages is not None:
+        diff = diff_packages(before, packages)
+        changes = "no change" if diff.empty else "; ".join(change_text(c) for c in diff.changes)
+        checks.say(f"packages on {checks.host.name}: {changes}")
     probes = [name for name in step.probes if name != "packages"]
     for name in probes:
         checks.probe(name, run_id, run_id)
