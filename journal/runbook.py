@@ -141,6 +141,9 @@ class _Lines:
                 self.where.setdefault(table, number)
             elif line.startswith("["):
                 table = _unquote(line.strip("[] "))
+                head, _, rest = table.partition(".")
+                if rest and head in counts:  # [steps.expect] belongs to the last [[steps]]
+                    table = f"{head}[{counts[head]}].{rest}"
                 self.where.setdefault(table, number)
             elif "=" in line and not line.startswith("#"):
                 key = _unquote(line.split("=", 1)[0].strip())

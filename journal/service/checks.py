@@ -11,8 +11,8 @@ from typing import Any
 from journal.events import Event, ExpectationChecked, PackagesSnapshotted, ProbeRecorded
 from journal.expect import Facts, Verdict, check_all
 from journal.probes import ProbeSpec
-from journal.probes.summary import summary
 from journal.probes.runner import ProbeOutcome, run_probe
+from journal.probes.summary import summary
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook
 
