@@ -243,6 +243,35 @@ class ExpectationChecked(Event):
         return self.run
 
 
+@dataclass(frozen=True)
+class PitfallAcknowledged(Event):
+    """Someone looked at a finding and acknowledged it, with a note (why it is fine, or what
+    was done). ``finding`` is a finding's key (``noop-install:RUN``) or a pitfall id for all."""
+
+    type: ClassVar[str] = "PitfallAcknowledged"
+
+    finding: str
+    note: str
+    author: str = ""
+
+
+@dataclass(frozen=True)
+class TranscriptImported(Event):
+    """A terminal session done by hand was imported: its file, digest and command count. Its
+    commands follow as step runs flagged ``imported`` (their times are the import's)."""
+
+    type: ClassVar[str] = "TranscriptImported"
+
+    file: str
+    sha256: str
+    host_name: str
+    commands: int
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -255,5 +284,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PackagesSnapshotted,
         ProbeRecorded,
         ExpectationChecked,
+        PitfallAcknowledged,
+        TranscriptImported,
     )
 }

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from journal import __version__
-from journal.cli import commands
+from journal.cli import commands, pitfalls
 from journal.cli.context import Context, default_db, default_runbook
 from journal.errors import BadInput
 
@@ -90,6 +90,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--author", help="who wrote it (default: user@machine)")
 
     command("status", commands.status, "plan progress and the state of each host")
+    p = command("pitfalls", pitfalls.pitfalls, "the pitfalls found in the journal")
+    p.set_defaults(action="list")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    acks = p.add_subparsers(dest="action", metavar="ack", parser_class=_Parser)
+    ack = acks.add_parser(
+        "ack", parents=[sub_globals], help="acknowledge a finding (or every finding of an id)"
+    )
+    ack.add_argument("finding", help="a finding's key (ID:RUN, as listed) or a pitfall id")
+    ack.add_argument("--note", required=True, help="why it is fine, or what was done")
+    p = command("lint", pitfalls.lint, "findings for terminal transcripts (no database needed)")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    imp = sub.add_parser("import", help="import a terminal transcript as step runs")
+    imp_sub = imp.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
+    imp_sub.required = True
+    p = command(
+        "transcript",
+        pitfalls.import_transcript,
+        "record a pasted terminal session as step runs",
+        parent=imp_sub,
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--host", required=True, help="the host the session ran on")
     p = command("log", commands.log, "the timeline in the terminal")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events live")
     p.add_argument("--output", action="store_true", help="print each step's recorded output")

@@ -1,0 +1,93 @@
+"""`journal pitfalls`, `journal pitfalls ack`, `journal lint` and `journal import transcript`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from journal.cli.context import Context
+from journal.pitfalls.base import Finding
+
+LABEL = {"error": "ERROR  ", "warning": "WARNING", "info": "INFO   "}
+
+
+def finding_text(found: Finding, where: str = "") -> str:
+    """A finding as a few lines: severity, id, where, title; evidence; advice."""
+    place = where or (f"{found.step} on {found.host} (run {found.run})" if found.run else "")
+    ack = f"  [acknowledged: {found.acknowledged}]" if found.acknowledged is not None else ""
+    lines = [f"{LABEL[found.severity]} {found.id}  {place}{ack}", f"        {found.title}"]
+    for ev in found.evidence[:6]:
+        at = f"line {ev.line}: " if ev.line is not None else ""
+        lines.append(f"        | {at}{ev.text[:300]}")
+    lines.append(f"        advice: {found.advice}")
+    return "\n".join(lines)
+
+
+def one_line(found: Finding) -> str:
+    """The run-time verdict: id, severity and advice on one line."""
+    return f"pitfall {found.id} ({found.severity}) on {found.host}: {found.title} -> {found.advice}"
+
+
+def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.pitfalls import counts
+    from journal.service.findings import acknowledge, journal_findings
+
+    journal = ctx.journal()
+    if args.action == "ack":
+        covered = acknowledge(ctx.store, journal, args.finding, args.note)
+        print(
+            f"acknowledged {len(covered)} finding{'s' if len(covered) != 1 else ''} "
+            f"({args.finding}) in {journal}"
+        )
+        return 0
+    findings, _ = journal_findings(ctx.store, journal)
+    if args.format == "json":
+        print(
+            json.dumps({"journal": journal, "findings": [f.to_dict() for f in findings]}, indent=2)
+        )
+        return 0
+    tally = counts(findings)
+    print(
+        f"journal {journal}: {len(findings)} finding{'s' if len(findings) != 1 else ''} "
+        f"(open: {tally['error']} error, {tally['warning']} warning, {tally['info']} info)"
+    )
+    for found in findings:
+        print(finding_text(found))
+    return 0
+
+
+def lint(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.service.findings import lint as lint_files
+
+    found = lint_files([Path(p) for p in args.files])
+    if args.format == "json":
+        print(
+            json.dumps(
+                {"findings": [{**f.to_dict(with_event=False), "file": str(p)} for p, f in found]},
+                indent=2,
+            )
+        )
+    else:
+        for path, f in found:
+            print(finding_text(f, f"{path} ({f.step})"))
+        print(
+            f"{len(found)} finding{'s' if len(found) != 1 else ''} in {len(args.files)} "
+            f"file{'s' if len(args.files) != 1 else ''}",
+            file=sys.stderr,
+        )
+    return 1 if any(f.severity != "info" for _, f in found) else 0
+
+
+def import_transcript(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.service.findings import import_transcript as do_import
+
+    journal = ctx.journal()
+    redact = ctx.runbook.redact if ctx.has_runbook() and ctx.runbook.name == journal else []
+    count = do_import(ctx.store, journal, Path(args.file), args.host, redact)
+    print(
+        f"imported {count} command{'s' if count != 1 else ''} from {args.file} as step runs "
+        f"on {args.host} in {journal}; `journal pitfalls` judges them"
+    )
+    return 0

@@ -1,0 +1,67 @@
+"""Pitfall detectors: one module per pitfall id, its docstring the user-facing explanation.
+
+``judge(subject)`` runs every detector of the catalogue over a journal or a transcript.
+Findings are computed on read, so a better detector re-judges old journals.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable, Mapping
+from functools import cache
+from types import ModuleType
+
+from journal.pitfalls.base import SEVERITIES, Finding, Subject
+
+#: Modules of this package that are the framework, not detectors.
+FRAMEWORK = {"base", "commands", "subjects"}
+
+
+@cache
+def detectors() -> tuple[ModuleType, ...]:
+    """The detector modules, in the order of the catalogue (their ORDER, then id)."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name in FRAMEWORK or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "ID") and hasattr(module, "detect"):
+            found.append(module)
+    return tuple(sorted(found, key=lambda m: (getattr(m, "ORDER", 100), m.ID)))
+
+
+def catalogue() -> dict[str, ModuleType]:
+    """id -> detector module."""
+    return {m.ID: m for m in detectors()}
+
+
+def judge(subject: Subject, acks: Mapping[str, str] | None = None) -> list[Finding]:
+    """Every finding for ``subject``, in the order of its runs, worst first within a run."""
+    order = {run.key: i for i, run in enumerate(subject.runs)}
+    findings: list[Finding] = []
+    for module in detectors():
+        findings.extend(module.detect(subject))
+    if acks:
+        findings = [acknowledge(f, acks) for f in findings]
+    return sorted(
+        findings,
+        key=lambda f: (order.get(f.run or "", len(order)), -SEVERITIES.index(f.severity), f.id),
+    )
+
+
+def acknowledge(found: Finding, acks: Mapping[str, str]) -> Finding:
+    """The finding marked acknowledged when its key (``id:run``) or its id was acknowledged."""
+    from dataclasses import replace
+
+    note = acks.get(found.key, acks.get(found.id))
+    return replace(found, acknowledged=note) if note is not None else found
+
+
+def counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """Open findings by severity."""
+    out = dict.fromkeys(SEVERITIES, 0)
+    for f in findings:
+        if f.acknowledged is None:
+            out[f.severity] += 1
+    return out

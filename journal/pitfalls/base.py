@@ -1,0 +1,213 @@
+"""What detectors read (runs with their output, diffs, probes) and what they return (findings).
+
+A :class:`Subject` is either a projected journal (step runs with snapshots and probes, where a
+verdict can be certain) or a transcript (commands and their pasted output, where the output
+alone must do). Detectors are small functions ``detect(subject) -> Iterable[Finding]``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from journal.projections.packages import PackageDiff
+
+SEVERITIES = ("info", "warning", "error")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A line (or a fact) that shows a finding: the event it is stored in, its line number
+    (within the step's output in a journal, within the file in a transcript) and its text."""
+
+    text: str
+    line: int | None = None
+    event: int | None = None
+    run: str | None = None
+    stream: str | None = None
+
+    def to_dict(self, with_event: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"line": self.line, "text": self.text}
+        if with_event:
+            out["event"] = self.event
+            out["run"] = self.run
+        return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A pitfall found: which (``id``), how bad (``severity``), why (``title``), what to do
+    (``advice``) and the lines that show it (``evidence``)."""
+
+    id: str
+    severity: str
+    title: str
+    advice: str
+    evidence: tuple[Evidence, ...] = ()
+    run: str | None = None
+    host: str | None = None
+    step: str | None = None
+    acknowledged: str | None = None  # the note, once acknowledged
+
+    def __post_init__(self) -> None:
+        assert self.severity in SEVERITIES, self.severity
+
+    @property
+    def key(self) -> str:
+        """Identifies this finding for acknowledgement: ``id:run`` (``id`` when it has none)."""
+        return f"{self.id}:{self.run}" if self.run else self.id
+
+    def to_dict(self, with_event: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "severity": self.severity,
+            "title": self.title,
+            "advice": self.advice,
+            "evidence": [e.to_dict(with_event) for e in self.evidence],
+        }
+        if with_event:
+            out.update(
+                key=self.key,
+                run=self.run,
+                host=self.host,
+                step=self.step,
+                acknowledged=self.acknowledged,
+            )
+        else:
+            out.update(step=self.step, host=self.host)
+        return out
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Where one stored chunk (or transcript block) sits in a run's output text."""
+
+    start: int
+    stream: str
+    event: int | None
+    first_line: int
+
+
+@dataclass
+class Run:
+    """One command and what is known of it: a step run of a journal or a transcript command."""
+
+    key: str
+    step: str
+    host: str
+    command: str
+    text: str = ""
+    segments: list[Segment] = field(default_factory=list)
+    exit_code: int | None = None
+    status: str | None = None
+    event: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    diff: PackageDiff | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    probe_events: dict[str, int] = field(default_factory=dict)
+    expectations: list[Any] = field(default_factory=list)
+    imported: bool = False
+    _newlines: list[int] | None = field(default=None, repr=False)
+
+    def has(self, *needles: str) -> bool:
+        """Whether the output holds any of these strings (a fast test before a regex)."""
+        return any(n in self.text for n in needles)
+
+    def _line_index(self) -> list[int]:
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        return self._newlines
+
+    def line_at(self, pos: int) -> Evidence:
+        """The evidence for the line holding character ``pos`` of the output."""
+        newlines = self._line_index()
+        index = bisect.bisect_right(newlines, pos - 1)  # lines ended before pos
+        start = newlines[index - 1] + 1 if index else 0
+        end = newlines[index] if index < len(newlines) else len(self.text)
+        seg = (
+            self.segments[bisect.bisect_right([s.start for s in self.segments], pos) - 1]
+            if self.segments
+            else None
+        )
+        if seg is None:
+            number = index + 1
+        else:
+            before_seg = bisect.bisect_right(newlines, seg.start - 1)
+            number = seg.first_line + (index - before_seg)
+        return Evidence(
+            self.text[start:end].rstrip("\r"),
+            number,
+            seg.event if seg else self.event,
+            self.key,
+            seg.stream if seg else None,
+        )
+
+    def grep(
+        self, pattern: re.Pattern[str], *needles: str, limit: int = 20
+    ) -> list[tuple[re.Match[str], Evidence]]:
+        """Matches of ``pattern`` in the output with their lines; skipped at once when none
+        of ``needles`` (strings every match contains) is in the text."""
+        if needles and not self.has(*needles):
+            return []
+        found = []
+        for match in pattern.finditer(self.text):
+            found.append((match, self.line_at(match.start())))
+            if len(found) >= limit:
+                break
+        return found
+
+    def command_evidence(self) -> Evidence:
+        """The command itself as evidence."""
+        return Evidence(f"$ {self.command}", None, self.event, self.key, None)
+
+    def probe(self, name: str) -> dict[str, Any] | None:
+        return self.probes.get(name)
+
+
+@dataclass
+class Subject:
+    """What the detectors judge: the runs in order, and whether they come from a journal."""
+
+    source: str  # "journal" or "transcript"
+    runs: list[Run]
+    name: str = ""
+    metrics: list[Any] = field(default_factory=list)
+
+    @property
+    def journal(self) -> bool:
+        return self.source == "journal"
+
+    def later(self, run: Run) -> Iterator[Run]:
+        """The runs after ``run`` on the same host."""
+        seen = False
+        for other in self.runs:
+            if other is run:
+                seen = True
+            elif seen and other.host == run.host:
+                yield other
+
+
+def finding(
+    id: str,
+    severity: str,
+    title: str,
+    advice: str,
+    evidence: Iterable[Evidence],
+    run: Run | None = None,
+) -> Finding:
+    """A Finding about ``run`` (host, step and run key filled in from it)."""
+    return Finding(
+        id,
+        severity,
+        title,
+        advice,
+        tuple(evidence),
+        run=run.key if run else None,
+        host=run.host if run else None,
+        step=run.step if run else None,
+    )

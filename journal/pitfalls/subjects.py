@@ -1,0 +1,82 @@
+"""Building the Subject detectors judge: from a journal's events, or from a transcript's text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from journal.events import OutputChunk
+from journal.mapper import Recorded
+from journal.pitfalls.base import Run, Segment, Subject
+from journal.projections.timeline import Timeline, project, settle
+from journal.recorder import decode
+from journal.transcript import parse
+
+
+def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Timeline]:
+    """The subject of a journal, and its timeline (folded in the same single pass)."""
+    texts: dict[str, list[str]] = {}
+    segments: dict[str, list[Segment]] = {}
+    offsets: dict[str, int] = {}
+    lines: dict[str, int] = {}
+
+    def chunks(records: Iterable[Recorded]) -> Iterable[Recorded]:
+        for rec in records:
+            event = rec.event
+            if isinstance(event, OutputChunk):
+                data = (
+                    event.data
+                    if event.encoding == "utf-8"
+                    else decode(event).decode("utf-8", "replace")
+                )
+                run = event.run
+                start = offsets.get(run, 0)
+                segments.setdefault(run, []).append(
+                    Segment(start, event.stream, rec.seq, lines.get(run, 0) + 1)
+                )
+                texts.setdefault(run, []).append(data)
+                offsets[run] = start + len(data)
+                lines[run] = lines.get(run, 0) + data.count("\n")
+            yield rec
+
+    timeline = settle(project(journal, chunks(records)))
+    runs = []
+    for view in timeline.step_runs():
+        run = Run(
+            key=view.run_id,
+            step=view.step,
+            host=view.host,
+            command=view.command,
+            text="".join(texts.get(view.run_id, [])),
+            segments=segments.get(view.run_id, []),
+            exit_code=view.exit_code,
+            status=view.status,
+            event=view.seq,
+            env=view.env,
+            diff=view.diff,
+            before=view.snapshots.get("before"),
+            after=view.snapshots.get("after"),
+            probes={p.probe: p.result for p in view.probes if p.result is not None},
+            probe_events={p.probe: p.seq for p in view.probes},
+            expectations=view.expectations,
+            imported=view.imported,
+        )
+        runs.append(run)
+    return Subject("journal", runs, journal), timeline
+
+
+def from_transcript(text: str, name: str = "", host: str | None = None) -> Subject:
+    """The subject of a pasted terminal session: one run per command, no snapshots."""
+    runs = []
+    for command in parse(text):
+        output = "\n".join(command.output)
+        runs.append(
+            Run(
+                key=f"cmd-{command.index + 1}",
+                step=command.command.split(maxsplit=1)[0] if command.command else "?",
+                host=host or command.host or "?",
+                command=command.command,
+                text=output + ("\n" if output else ""),
+                segments=[Segment(0, "output", None, command.first_output_line)],
+            )
+        )
+    return Subject("transcript", runs, name)

@@ -1,0 +1,132 @@
+"""The build variant asked for is not what is installed or probed afterwards.
+
+An install that names a variant, through the index (`--index-url …/cu130`) or a pin
+(`torch==2.12.0+cu130`), is meant to switch the build. If the package snapshot after it, or
+the next probe (`torch.__version__` still `2.10.0+cu128`, `torch.version.cuda` still 12.8),
+shows another variant, the switch did not happen: usually a no-op install, or a later
+dependency resolution that put the old build back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.commands import InstallRequest, cuda_of_variant, install_requests
+
+ID = "variant-not-switched"
+ORDER = 11
+
+VERSION_WITH_VARIANT = re.compile(
+    r"(?<![\w.])(?:torch\S*\s*[:=]?\s*|__version__\S*\s*)?(\d+\.\d+(?:\.\d+)?(?:\.dev\d+|a\d+|rc\d+)?)"
+    r"\+(cu\d{2,3}|cpu|rocm[\d.]+|xpu)\b"
+)
+CUDA_LINE = re.compile(
+    r"^\s*(?:CUDA|torch\.version\.cuda|CUDA used to build PyTorch|CUDA version)\s*[:=]\s*"
+    r"(\d+\.\d+|None)\s*$",
+    re.M,
+)
+
+
+def _local(version: str | None) -> str | None:
+    return version.split("+", 1)[1] if version and "+" in version else None
+
+
+def _from_snapshot(run: Run, req: InstallRequest, variant: str) -> list[Evidence]:
+    found = []
+    for key in sorted(req.names()):
+        entry = (run.after or {}).get(key)
+        local = _local(entry.get("version")) if entry else None
+        if local is not None and local != variant:
+            found.append(
+                Evidence(
+                    f"after the step: {entry.get('name', key)} {entry['version']} "
+                    f"(asked for {variant})",
+                    None,
+                    run.event,
+                    run.key,
+                )
+            )
+    return found
+
+
+def _from_probe(run: Run, variant: str, cuda: str | None) -> list[Evidence]:
+    result = run.probe("torch-env")
+    if not result:
+        return []
+    torch = result.get("torch", {})
+    version = torch.get("version") if isinstance(torch.get("version"), str) else None
+    event = run.probe_events.get("torch-env")
+    found = []
+    local = _local(version)
+    if local is not None and local != variant:
+        found.append(
+            Evidence(
+                f"torch-env probe: torch {version} (asked for {variant})", None, event, run.key
+            )
+        )
+    built = torch.get("cuda")
+    if cuda and (isinstance(built, str) or built is None) and "cuda" in torch and built != cuda:
+        found.append(
+            Evidence(
+                f"torch-env probe: torch.version.cuda {built} (asked for {cuda})",
+                None,
+                event,
+                run.key,
+            )
+        )
+    return found
+
+
+def _from_output(run: Run, req: InstallRequest, variant: str, cuda: str | None) -> list[Evidence]:
+    found = []
+    for match, line in run.grep(VERSION_WITH_VARIANT, "+cu", "+cpu", "+rocm", "+xpu", limit=50):
+        if match.group(2) != variant and not line.text.lstrip().startswith(("-", "+", "~")):
+            found.append(line)
+            break
+    if cuda:
+        for match, line in run.grep(CUDA_LINE, "CUDA", "cuda"):
+            if match.group(1) != cuda:
+                found.append(line)
+                break
+    return found
+
+
+def detect(subject: Subject) -> Iterator[Finding]:
+    for run in subject.runs:
+        for req in install_requests(run.command):
+            variant = req.variant
+            if variant is None or not req.packages:
+                continue
+            cuda = cuda_of_variant(variant)
+            evidence = _from_snapshot(run, req, variant) + _from_probe(run, variant, cuda)
+            certain = bool(evidence)
+            for later in subject.later(run):
+                if any(set(r.names()) & req.names() for r in install_requests(later.command)):
+                    break  # installed again: that install is judged on its own
+                seen = _from_probe(later, variant, cuda) + _from_output(later, req, variant, cuda)
+                if seen:
+                    certain = certain or bool(_from_probe(later, variant, cuda))
+                    evidence += seen
+                    break
+                if later.after is not None:
+                    snap = _from_snapshot(later, req, variant)
+                    if snap:
+                        evidence += snap
+                        certain = True
+                        break
+            if not evidence:
+                continue
+            yield finding(
+                ID,
+                "error" if certain else "warning",
+                f"asked for the {variant} build of {', '.join(r.name for r in req.packages)}; "
+                f"afterwards {evidence[0].text}",
+                f"reinstall with the variant forced: add `--reinstall` (uv) or `--force-reinstall` "
+                f"(pip) with the {variant} index, or pin `==<version>+{variant}`; check with "
+                "`journal run probe torch-env` that torch.version ends in "
+                f"+{variant}" + (f" and torch.version.cuda is {cuda}" if cuda else ""),
+                [run.command_evidence(), *evidence],
+                run,
+            )

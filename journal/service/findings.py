@@ -1,0 +1,150 @@
+"""Findings of a journal (with acknowledgements), of transcripts, and importing a transcript."""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import socket
+from pathlib import Path
+
+from journal.errors import BadInput
+from journal.events import (
+    OutputChunk,
+    PitfallAcknowledged,
+    StepFinished,
+    StepStarted,
+    TranscriptImported,
+)
+from journal.pitfalls import catalogue, judge
+from journal.pitfalls.base import Finding
+from journal.pitfalls.subjects import from_journal, from_transcript
+from journal.projections.timeline import Timeline
+from journal.recorder import encode
+from journal.redact import Redactor
+from journal.runbook import NAME
+from journal.service.steps import new_run_id
+from journal.store import EventStore
+from journal.transcript import parse
+
+#: A transcript bigger than this is refused (a terminal session, not a log archive).
+MAX_TRANSCRIPT = 512 * 1024 * 1024
+
+
+def journal_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:
+    """The findings of a journal, acknowledged ones marked, and its timeline."""
+    acks: dict[str, str] = {}
+    records = []
+    for rec in store.read(journal):
+        if isinstance(rec.event, PitfallAcknowledged):
+            acks[rec.event.finding] = rec.event.note
+        records.append(rec)
+    subject, timeline = from_journal(journal, records)
+    return judge(subject, acks), timeline
+
+
+def acknowledge(store: EventStore, journal: str, target: str, note: str) -> list[Finding]:
+    """Record that ``target`` (a finding's key, or a pitfall id) was looked at; the findings it
+    covers. An unknown key or id is refused, so a typo records nothing."""
+    if not note.strip():
+        raise BadInput(
+            "acknowledging a finding needs a --note saying why it is fine or what was done"
+        )
+    findings, _ = journal_findings(store, journal)
+    covered = [f for f in findings if target in (f.key, f.id)]
+    if not covered:
+        known = sorted({f.key for f in findings} | {f.id for f in findings})
+        if target in catalogue():
+            raise BadInput(f"the journal {journal!r} has no {target} finding to acknowledge")
+        from journal.runbook import suggest
+
+        raise BadInput(f"no finding {target!r} in the journal {journal!r}{suggest(target, known)}")
+    author = f"{getpass.getuser()}@{socket.gethostname()}"
+    store.append(journal, [PitfallAcknowledged(finding=target, note=note, author=author)])
+    return covered
+
+
+def read_transcript(path: Path) -> str:
+    """A transcript file's text (bad bytes replaced), refused when missing or huge."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_TRANSCRIPT:
+            raise BadInput(f"{path}: {size} bytes is too large for a transcript")
+        return path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such transcript file") from None
+    except IsADirectoryError:
+        raise BadInput(f"{path}: is a folder, not a transcript file") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read it: {exc.strerror}") from None
+
+
+def lint(paths: list[Path]) -> list[tuple[Path, Finding]]:
+    """Findings for each transcript file."""
+    found = []
+    for path in paths:
+        subject = from_transcript(read_transcript(path), str(path))
+        found.extend((path, f) for f in judge(subject))
+    return found
+
+
+def import_transcript(
+    store: EventStore, journal: str, path: Path, host: str, redact: list[str]
+) -> int:
+    """Record each command of a transcript as an imported step run; how many there were."""
+    if not NAME.match(host):
+        raise BadInput(
+            f"--host {host!r} is not a usable host name (letters, digits, '.', '_', '-')"
+        )
+    text = read_transcript(path)
+    commands = parse(text)
+    if not commands:
+        raise BadInput(
+            f"{path}: no commands found: a transcript has prompt lines such as "
+            "`user@host:~$ cmd` or `$ cmd`, each followed by its output"
+        )
+    redactor = Redactor.for_run(redact)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    batch: list = [TranscriptImported(str(path), digest, host, len(commands))]
+    for command in commands:
+        run = new_run_id()
+        shown, found = redactor.text(command.command, "command")
+        step = "-".join(shown.split()[:3])[:60] or "command"
+        batch.append(
+            StepStarted(
+                run=run,
+                step=step,
+                host_name=host,
+                target="imported",
+                command=shown,
+                imported=True,
+                redactions=found,
+            )
+        )
+        output = "\n".join(command.output)
+        if output:
+            data, redactions = redactor.bytes((output + "\n").encode(), "stdout")
+            body, encoding = encode(data)
+            batch.append(
+                OutputChunk(
+                    run=run,
+                    host_name=host,
+                    stream="stdout",
+                    data=body,
+                    encoding=encoding,
+                    size=len(data),
+                    t=0.0,
+                    redactions=redactions,
+                )
+            )
+        batch.append(
+            StepFinished(
+                run=run,
+                host_name=host,
+                status="imported",
+                exit_code=None,
+                duration=0.0,
+                reason=f"imported from {path.name}, line {command.line}",
+            )
+        )
+    store.append(journal, batch)
+    return len(commands)
