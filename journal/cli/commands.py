@@ -63,6 +63,7 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
     )
     for run in runs:
         print(render.verdict(run), file=sys.stderr)
+    say_findings(ctx.store, runbook.name, [run.run_id for run in runs])
     if len(runs) < len(hosts):
         return 130
     return exit_status(runs)
@@ -97,6 +98,15 @@ def run_probe(ctx: Context, args: argparse.Namespace) -> int:
     if any(run.error and run.error.startswith("could not connect") for run in runs):
         return 255
     return 1 if any(run.error or run.failed for run in runs) else 0
+
+
+def say_findings(store, journal: str, runs: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """The run-time verdict: each finding about these runs, one line with id and advice."""
+    from journal.cli.pitfalls import one_line
+    from journal.service.findings import findings_for_runs
+
+    for found in findings_for_runs(store, journal, runs):
+        print(f"journal: {one_line(found)}", file=sys.stderr)
 
 
 def run_plan(ctx: Context, args: argparse.Namespace) -> int:

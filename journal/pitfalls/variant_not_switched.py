@@ -41,8 +41,7 @@ def _from_snapshot(run: Run, req: InstallRequest, variant: str) -> list[Evidence
         if local is not None and local != variant:
             found.append(
                 Evidence(
-                    f"after the step: {entry.get('name', key)} {entry['version']} "
-                    f"(asked for {variant})",
+                    f"{entry.get('name', key)} {entry['version']} is installed after the step",
                     None,
                     run.event,
                     run.key,
@@ -61,16 +60,12 @@ def _from_probe(run: Run, variant: str, cuda: str | None) -> list[Evidence]:
     found = []
     local = _local(version)
     if local is not None and local != variant:
-        found.append(
-            Evidence(
-                f"torch-env probe: torch {version} (asked for {variant})", None, event, run.key
-            )
-        )
+        found.append(Evidence(f"the torch-env probe reports torch {version}", None, event, run.key))
     built = torch.get("cuda")
     if cuda and (isinstance(built, str) or built is None) and "cuda" in torch and built != cuda:
         found.append(
             Evidence(
-                f"torch-env probe: torch.version.cuda {built} (asked for {cuda})",
+                f"the torch-env probe reports torch.version.cuda {built}",
                 None,
                 event,
                 run.key,
@@ -121,8 +116,8 @@ def detect(subject: Subject) -> Iterator[Finding]:
             yield finding(
                 ID,
                 "error" if certain else "warning",
-                f"asked for the {variant} build of {', '.join(r.name for r in req.packages)}; "
-                f"afterwards {evidence[0].text}",
+                f"asked for the {variant} build of {', '.join(r.name for r in req.packages)}, "
+                + (f"but {evidence[0].text}" if certain else f"but later: {evidence[0].text}"),
                 f"reinstall with the variant forced: add `--reinstall` (uv) or `--force-reinstall` "
                 f"(pip) with the {variant} index, or pin `==<version>+{variant}`; check with "
                 "`journal run probe torch-env` that torch.version ends in "

@@ -42,6 +42,13 @@ def journal_findings(store: EventStore, journal: str) -> tuple[list[Finding], Ti
     return judge(subject, acks), timeline
 
 
+def findings_for_runs(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
+    """The open findings about these step runs (the verdict printed as a step ends)."""
+    wanted = set(runs)
+    findings, _ = journal_findings(store, journal)
+    return [f for f in findings if f.run in wanted and f.acknowledged is None]
+
+
 def acknowledge(store: EventStore, journal: str, target: str, note: str) -> list[Finding]:
     """Record that ``target`` (a finding's key, or a pitfall id) was looked at; the findings it
     covers. An unknown key or id is refused, so a typo records nothing."""

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 
+from journal.cli.pitfalls import one_line
 from journal.cli.render import verdict, when
 from journal.errors import BadInput
 from journal.projections.timeline import project, settle
 from journal.runbook import Runbook
+from journal.service.findings import findings_for_runs
 from journal.service.steps import Echo, exit_status, new_run_id, run_step
 from journal.store import EventStore
 
@@ -72,6 +74,8 @@ def run_plan(
         )
         for run in runs:
             say(verdict(run).removeprefix("journal: "))
+        for found in findings_for_runs(store, runbook.name, [run.run_id for run in runs]):
+            say(one_line(found))
         code = exit_status(runs) if len(runs) == len(hosts) else 130
         if code:
             say(
