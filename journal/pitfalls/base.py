@@ -113,6 +113,7 @@ class Run:
     expectations: list[Any] = field(default_factory=list)
     imported: bool = False
     _newlines: list[int] | None = field(default=None, repr=False)
+    _starts: list[int] | None = field(default=None, repr=False)
 
     def has(self, *needles: str) -> bool:
         """Whether the output holds any of these strings (a fast test before a regex)."""
@@ -129,11 +130,11 @@ class Run:
         index = bisect.bisect_right(newlines, pos - 1)  # lines ended before pos
         start = newlines[index - 1] + 1 if index else 0
         end = newlines[index] if index < len(newlines) else len(self.text)
-        seg = (
-            self.segments[bisect.bisect_right([s.start for s in self.segments], pos) - 1]
-            if self.segments
-            else None
-        )
+        seg = None
+        if self.segments:
+            if self._starts is None:
+                self._starts = [s.start for s in self.segments]
+            seg = self.segments[max(0, bisect.bisect_right(self._starts, pos) - 1)]
         if seg is None:
             number = index + 1
         else:
