@@ -66,14 +66,17 @@ def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Ti
 
 def from_transcript(text: str, name: str = "", host: str | None = None) -> Subject:
     """The subject of a pasted terminal session: one run per command, no snapshots."""
+    commands = parse(text)
+    # One pasted session is one host: the prompt's, where one names it.
+    host = host or next((c.host for c in commands if c.host), None) or "?"
     runs = []
-    for command in parse(text):
+    for command in commands:
         output = "\n".join(command.output)
         runs.append(
             Run(
                 key=f"cmd-{command.index + 1}",
                 step=command.command.split(maxsplit=1)[0] if command.command else "?",
-                host=host or command.host or "?",
+                host=host,
                 command=command.command,
                 text=output + ("\n" if output else ""),
                 segments=[Segment(0, "output", None, command.first_output_line)],
