@@ -65,3 +65,18 @@ def counts(findings: Iterable[Finding]) -> dict[str, int]:
         if f.acknowledged is None:
             out[f.severity] += 1
     return out
+
+
+def catalogue_markdown() -> str:
+    """The pitfall catalogue as Markdown, made from the detectors' docstrings (the README's
+    catalogue section is this text: `python -m journal.pitfalls` prints it)."""
+    lines = []
+    for module in detectors():
+        doc = (module.__doc__ or "").strip()
+        summary, _, body = doc.partition("\n\n")
+        lines.append(f"#### `{module.ID}`\n")
+        lines.append(" ".join(summary.split()) + "\n")
+        for paragraph in body.split("\n\n"):
+            if paragraph.strip():
+                lines.append(" ".join(paragraph.split()) + "\n")
+    return "\n".join(lines)
