@@ -13,12 +13,22 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
 	touch $@
 
-install: $(VENV)/.installed
+# htmx and its SSE extension for the web UI, at the versions in package-lock.json (served by
+# Flask from node_modules/, never copied into the repository).
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
 
-# A real sshd for the SSH tests (the tests start their own, on loopback).
+install: $(VENV)/.installed node_modules/.installed
+
+# A real sshd for the SSH tests (the tests start their own, on loopback) and Debian's
+# chromium for the browser tests (driven by playwright; its own browser download is never used).
 system-deps:
-	@if [ ! -x /usr/sbin/sshd ]; then \
-		$(APT) update -qq && $(APT) install -y -qq openssh-server openssh-client >/dev/null; \
+	@missing=""; \
+	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server openssh-client"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		$(APT) update -qq && $(APT) install -y -qq $$missing >/dev/null; \
 	fi
 
 test: install system-deps
@@ -36,4 +46,4 @@ bench: install system-deps
 	$(BIN)/python bench/overhead.py
 
 clean:
-	rm -rf $(VENV) demo test-artifacts
+	rm -rf $(VENV) node_modules demo test-artifacts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -58,8 +59,15 @@ def from_row(type_: str, version: int, payload: dict[str, Any]) -> Event:
     while version < cls.version:
         payload = UPCASTERS[(type_, version)](payload)
         version += 1
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _field_names(cls)
+    if names.issuperset(payload):
+        return cls(**payload)
     return cls(**{k: v for k, v in payload.items() if k in names})
+
+
+@functools.cache
+def _field_names(cls: type[Event]) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def canonical(

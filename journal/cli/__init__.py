@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from journal import __version__
-from journal.cli import commands, pitfalls
+from journal.cli import commands, pitfalls, serve
 from journal.cli.context import Context, default_db, default_runbook
 from journal.errors import BadInput
 
@@ -116,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("log", commands.log, "the timeline in the terminal")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events live")
     p.add_argument("--output", action="store_true", help="print each step's recorded output")
+    p = command("serve", serve.serve, "the web UI: timeline, step runs, findings, hosts")
+    p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=5000, help="port (default 5000; 0 picks a free one)")
+    p.add_argument(
+        "--token",
+        help="every request must carry it (env JOURNAL_TOKEN); needed "
+        "to bind anything but loopback",
+    )
     command("verify", commands.verify, "check the hash chain and the schema (exit 1 if broken)")
     command("rebuild", commands.rebuild, "replay every event into the projections")
     p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")

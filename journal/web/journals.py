@@ -1,0 +1,46 @@
+"""The journals page: every journal of the database, how far its plan got, what it found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Blueprint, render_template
+
+from journal.projections.progress import HostState, progress
+from journal.web.state import JournalState, all_states
+from journal.web.templating import wants_fragment
+
+bp = Blueprint("journals", __name__)
+
+
+@dataclass(frozen=True)
+class JournalSummary:
+    """One row of the journals page."""
+
+    name: str
+    hosts: list[HostState]
+    planned: int
+    runs: int
+    last_ts: str | None
+    open: dict[str, int]
+    events: int
+
+
+def summarise(state: JournalState) -> JournalSummary:
+    timeline = state.timeline
+    return JournalSummary(
+        name=state.journal,
+        hosts=progress(timeline),
+        planned=len(timeline.plan),
+        runs=len(timeline.runs),
+        last_ts=timeline.last_ts,
+        open=state.open_counts(),
+        events=timeline.events,
+    )
+
+
+@bp.get("/")
+def index() -> str:
+    rows = [summarise(state) for state in all_states()]
+    template = "journals/_journal_rows.html" if wants_fragment() else "journals/index.html"
+    return render_template(template, rows=rows)

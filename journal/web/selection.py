@@ -1,0 +1,226 @@
+"""Which timeline items a request asks for (host, kind, status, severity, text), and how
+they line up when hosts are shown side by side.
+
+The text search reads the output in the database, not in Python: a LIKE over the stored
+chunk payloads narrows the candidates (SQLite compares ASCII case-insensitively), and only the
+chunks it returns are decoded to confirm the match. A match that straddles two chunks is not
+found; the recorder cuts chunks at line ends, so a search within a line is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from sqlalchemy import or_, select
+
+from journal.events import OutputChunk
+from journal.mapper import from_row
+from journal.projections.timeline import (
+    HostKeyView,
+    NoteView,
+    ProbeView,
+    StepRunView,
+    TimelineItem,
+)
+from journal.store import EventStore
+from journal.store.schema import events
+from journal.web.output import text_of
+from journal.web.state import JournalState
+
+KINDS = ("step", "probe", "note", "host-key")
+STATUSES = ("succeeded", "failed", "interrupted", "timed-out", "running", "imported")
+LAYOUTS = ("list", "hosts")
+
+
+@dataclass(frozen=True)
+class TimelineQuery:
+    """The filters of the timeline, as given in the URL (empty means any)."""
+
+    host: str = ""
+    kind: str = ""
+    status: str = ""
+    severity: str = ""
+    q: str = ""
+    layout: str = "list"
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, str]) -> TimelineQuery:
+        def pick(name: str, allowed: Iterable[str] | None = None) -> str:
+            value = (args.get(name) or "").strip()
+            return value if allowed is None or value in allowed else ""
+
+        return cls(
+            host=pick("host"),
+            kind=pick("kind", KINDS),
+            status=pick("status", STATUSES),
+            severity=pick("severity", ("info", "warning", "error")),
+            q=pick("q")[:200],
+            layout=pick("layout", LAYOUTS) or "list",
+        )
+
+    @property
+    def active(self) -> bool:
+        return any((self.host, self.kind, self.status, self.severity, self.q))
+
+    def args(self, **changes: str) -> dict[str, str]:
+        """The query as URL arguments (only those set), with ``changes`` applied."""
+        values = {
+            "host": self.host,
+            "kind": self.kind,
+            "status": self.status,
+            "severity": self.severity,
+            "q": self.q,
+            "layout": "" if self.layout == "list" else self.layout,
+        }
+        values.update(changes)
+        return {k: v for k, v in values.items() if v}
+
+
+def kind_of(item: TimelineItem) -> str:
+    if isinstance(item, StepRunView):
+        return "step"
+    if isinstance(item, ProbeView):
+        return "probe"
+    if isinstance(item, NoteView):
+        return "note"
+    return "host-key"
+
+
+def host_of(item: TimelineItem) -> str | None:
+    """The host an item is about (None for a note about the whole journal)."""
+    return item.host
+
+
+def status_of(item: TimelineItem) -> str | None:
+    if isinstance(item, StepRunView):
+        return item.status
+    if isinstance(item, ProbeView):
+        return "succeeded" if item.result is not None else "failed"
+    return None
+
+
+def runs_matching(store: EventStore, journal: str, needle: str) -> set[str]:
+    """The step runs of a journal whose output holds ``needle`` (case-insensitive)."""
+    if not needle:
+        return set()
+    escaped = json.dumps(needle, ensure_ascii=False)[1:-1]  # as it is stored in the payload
+    for special in ("!", "%", "_"):
+        escaped = escaped.replace(special, "!" + special)
+    payload = events.c.payload
+    if store.engine.dialect.name == "sqlite":
+        text_match = payload.like(f"%{escaped}%", escape="!")
+    else:
+        text_match = payload.ilike(f"%{escaped}%", escape="!")
+    # A payload also holds the chunk's other fields (stream, host, run), and a base64 chunk
+    # holds no text a LIKE can see: each candidate run is confirmed on its decoded chunks,
+    # stopping at the first that holds the needle.
+    candidate = or_(text_match, payload.like('%"encoding":"base64"%'))
+    chunks = events.c.type == OutputChunk.type
+    runs = select(events.c.run_id).distinct().where(events.c.journal == journal, chunks, candidate)
+    wanted = needle.casefold()
+    found: set[str] = set()
+    with store.engine.connect() as conn:
+        for run_id in list(conn.execute(runs).scalars()):
+            rows = conn.execution_options(yield_per=16).execute(
+                select(events.c.type, events.c.version, events.c.payload)
+                .where(events.c.run_id == run_id, chunks, candidate)
+                .order_by(events.c.seq)
+            )
+            for row in rows:
+                chunk = from_row(row.type, row.version, json.loads(row.payload))
+                assert isinstance(chunk, OutputChunk)
+                if wanted in text_of(chunk).casefold():
+                    found.add(run_id)
+                    break
+            rows.close()
+    return found
+
+
+def select_items(
+    state: JournalState, query: TimelineQuery, matching: set[str] | None = None
+) -> list[TimelineItem]:
+    """The timeline items that pass every filter of ``query``, in order."""
+    open_runs = state.open_by_run()
+    needle = query.q.casefold()
+    chosen = []
+    for item in state.timeline.items:
+        if query.host and host_of(item) not in (query.host, None):
+            continue
+        if query.kind and kind_of(item) != query.kind:
+            continue
+        if query.status and status_of(item) != query.status:
+            continue
+        if query.severity:
+            found = open_runs.get(item.run_id, []) if isinstance(item, StepRunView) else []
+            if not any(f.severity == query.severity for f in found):
+                continue
+        if needle and not _matches(item, needle, matching or set()):
+            continue
+        chosen.append(item)
+    return chosen
+
+
+def _matches(item: TimelineItem, needle: str, matching: set[str]) -> bool:
+    if isinstance(item, StepRunView):
+        return item.run_id in matching or needle in item.command.casefold()
+    if isinstance(item, NoteView):
+        return needle in item.text.casefold()
+    if isinstance(item, ProbeView):
+        return needle in json.dumps(item.result or item.error or "").casefold()
+    if isinstance(item, HostKeyView):
+        return needle in f"{item.host} {item.target} {item.fingerprint}".casefold()
+    return False
+
+
+def changed_since(
+    state: JournalState, items: list[TimelineItem], after: int
+) -> tuple[list[TimelineItem], list[TimelineItem]]:
+    """Of ``items``: those new since event ``after``, and the earlier step runs that gained
+    events since (a live view appends the first and replaces the second, by id)."""
+    new, updated = [], []
+    for item in items:
+        if item.seq > after:
+            new.append(item)
+        elif isinstance(item, StepRunView) and state.touched.get(item.run_id, 0) > after:
+            updated.append(item)
+    return new, updated
+
+
+@dataclass
+class HostRow:
+    """One row of the side-by-side view: a step (or probe) on each host that ran it, or an
+    item about the whole journal across every column."""
+
+    key: tuple[str, ...]
+    cells: dict[str, list[TimelineItem]] = field(default_factory=dict)
+    wide: TimelineItem | None = None
+
+
+def host_rows(items: list[TimelineItem]) -> list[HostRow]:
+    """Items lined up per host: consecutive runs of one step (one plan run) share a row."""
+    rows: list[HostRow] = []
+    for item in items:
+        host = host_of(item)
+        if host is None:
+            rows.append(HostRow(("note", str(item.seq)), wide=item))
+            continue
+        if isinstance(item, StepRunView):
+            key: tuple[str, ...] = ("step", item.step, item.plan_run or "")
+        elif isinstance(item, ProbeView):
+            key = ("probe", item.probe)
+        else:
+            key = (kind_of(item), str(item.seq))
+        last = rows[-1] if rows else None
+        if last is not None and last.key == key and host not in last.cells:
+            last.cells[host] = [item]
+        else:
+            rows.append(HostRow(key, {host: [item]}))
+    return rows
+
+
+def hosts_of(state: JournalState, items: Iterable[TimelineItem]) -> list[str]:
+    """The runbook's hosts, then any other host the items name."""
+    seen = [h for h in (host_of(i) for i in items) if h is not None]
+    return list(dict.fromkeys([*state.timeline.hosts, *seen]))

@@ -1,0 +1,74 @@
+"""The timeline page: steps, probes and notes in order, filtered through the URL.
+
+The filter form sends htmx GETs to the page's own URL and pushes it, so the URL always says
+what is shown: loaded directly it renders the same filtered page; asked by htmx it answers
+with the ``_timeline_items.html`` fragment only. ``/j/<journal>/items?after=SEQ`` answers
+with what changed since event SEQ, for live updates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, make_response, render_template, request, url_for
+
+from journal.web.selection import (
+    KINDS,
+    STATUSES,
+    TimelineQuery,
+    changed_since,
+    host_rows,
+    hosts_of,
+    runs_matching,
+    select_items,
+)
+from journal.web.state import JournalState, journal_or_404, store
+from journal.web.templating import wants_fragment
+
+bp = Blueprint("timeline", __name__, url_prefix="/j/<journal>")
+
+
+def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
+    matching = runs_matching(store(), state.journal, query.q) if query.q else None
+    items = select_items(state, query, matching)
+    hosts = hosts_of(state, state.timeline.items)
+    shown_hosts = [query.host] if query.host in hosts else hosts
+    return {
+        "state": state,
+        "journal": state.journal,
+        "query": query,
+        "items": items,
+        "rows": host_rows(items) if query.layout == "hosts" else [],
+        "hosts": hosts,
+        "columns": shown_hosts,
+        "open_by_run": state.open_by_run(),
+        "kinds": KINDS,
+        "statuses": STATUSES,
+        "updated": [],
+    }
+
+
+@bp.get("")
+def page(journal: str) -> str | Response:
+    state = journal_or_404(journal)
+    query = TimelineQuery.from_args(request.args)
+    context = _context(state, query)
+    if wants_fragment():
+        response = make_response(render_template("timeline/_timeline_items.html", **context))
+        # The address bar gets the filters that are set, not every empty field of the form.
+        response.headers["HX-Push-Url"] = url_for("timeline.page", journal=journal, **query.args())
+        return response
+    return render_template("timeline/page.html", **context)
+
+
+@bp.get("/items")
+def items(journal: str) -> str:
+    """The items fragment; with ``after=SEQ`` only what is new or changed since event SEQ."""
+    state = journal_or_404(journal)
+    context = _context(state, TimelineQuery.from_args(request.args))
+    after = request.args.get("after", type=int)
+    if after is not None:
+        context["items"], context["updated"] = changed_since(state, context["items"], after)
+        context["rows"] = host_rows(context["items"]) if context["query"].layout == "hosts" else []
+        return render_template("timeline/_timeline_new.html", **context)
+    return render_template("timeline/_timeline_items.html", **context)
