@@ -91,3 +91,21 @@ def parse(text: str) -> list[Command]:
         while command.output and not command.output[-1].strip():
             command.output.pop()
     return commands
+
+
+_PREFIXES = {"sudo", "time", "nohup", "env", "exec", "command"}
+
+
+def step_name(command: str) -> str:
+    """A short name for a command: ``uv-pip-install``, ``python3``, ``nvidia-smi``."""
+    words = command.split()
+    while words and (words[0] in _PREFIXES or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0])):
+        words.pop(0)
+    if not words:
+        return "command"
+    name = [words[0].rsplit("/", 1)[-1]]
+    for word in words[1:3]:
+        if not re.fullmatch(r"[a-z][a-z0-9_-]*", word):
+            break
+        name.append(word)
+    return "-".join(name)[:60] or "command"

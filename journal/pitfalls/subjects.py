@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from journal.events import OutputChunk
 from journal.mapper import Recorded
 from journal.pitfalls.base import Run, Segment, Subject
-from journal.projections.timeline import Timeline, project, settle
+from journal.projections.timeline import ProbeView, Timeline, project, settle
 from journal.recorder import decode
-from journal.transcript import parse
+from journal.transcript import parse, step_name
 
 
 def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Timeline]:
@@ -40,6 +40,20 @@ def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Ti
 
     timeline = settle(project(journal, chunks(records)))
     runs = []
+    for item in timeline.items:
+        if isinstance(item, ProbeView) and item.result is not None:
+            # A probe run on its own (`journal run probe`) is judged like a step with no output.
+            runs.append(
+                Run(
+                    key=f"probe-{item.seq}",
+                    step=f"probe {item.probe}",
+                    host=item.host,
+                    command=f"journal run probe {item.probe}",
+                    event=item.seq,
+                    probes={item.probe: item.result},
+                    probe_events={item.probe: item.seq},
+                )
+            )
     for view in timeline.step_runs():
         run = Run(
             key=view.run_id,
@@ -61,6 +75,7 @@ def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Ti
             imported=view.imported,
         )
         runs.append(run)
+    runs.sort(key=lambda run: run.event or 0)  # standalone probes in their place in time
     return Subject("journal", runs, journal), timeline
 
 
@@ -75,7 +90,7 @@ def from_transcript(text: str, name: str = "", host: str | None = None) -> Subje
         runs.append(
             Run(
                 key=f"cmd-{command.index + 1}",
-                step=command.command.split(maxsplit=1)[0] if command.command else "?",
+                step=step_name(command.command),
                 host=host,
                 command=command.command,
                 text=output + ("\n" if output else ""),

@@ -88,6 +88,17 @@ def _from_output(run: Run, req: InstallRequest, variant: str, cuda: str | None) 
     return found
 
 
+def _confirmed(run: Run, req: InstallRequest, variant: str) -> bool:
+    """Whether this run's snapshot or probe shows the variant asked for."""
+    for key in req.names():
+        entry = (run.after or {}).get(key)
+        if entry and _local(entry.get("version")) == variant:
+            return True
+    torch = (run.probe("torch-env") or {}).get("torch", {})
+    version = torch.get("version") if isinstance(torch, dict) else None
+    return isinstance(version, str) and _local(version) == variant
+
+
 def detect(subject: Subject) -> Iterator[Finding]:
     for run in subject.runs:
         for req in install_requests(run.command):
@@ -97,9 +108,13 @@ def detect(subject: Subject) -> Iterator[Finding]:
             cuda = cuda_of_variant(variant)
             evidence = _from_snapshot(run, req, variant) + _from_probe(run, variant, cuda)
             certain = bool(evidence)
+            if not evidence and _confirmed(run, req, variant):
+                continue
             for later in subject.later(run):
                 if any(set(r.names()) & req.names() for r in install_requests(later.command)):
                     break  # installed again: that install is judged on its own
+                if _confirmed(later, req, variant):
+                    break  # a later probe or snapshot shows the variant asked for
                 seen = _from_probe(later, variant, cuda) + _from_output(later, req, variant, cuda)
                 if seen:
                     certain = certain or bool(_from_probe(later, variant, cuda))

@@ -24,7 +24,7 @@ from journal.redact import Redactor
 from journal.runbook import NAME
 from journal.service.steps import new_run_id
 from journal.store import EventStore
-from journal.transcript import parse
+from journal.transcript import parse, step_name
 
 #: A transcript bigger than this is refused (a terminal session, not a log archive).
 MAX_TRANSCRIPT = 512 * 1024 * 1024
@@ -115,7 +115,7 @@ def import_transcript(
     for command in commands:
         run = new_run_id()
         shown, found = redactor.text(command.command, "command")
-        step = "-".join(shown.split()[:3])[:60] or "command"
+        step = step_name(shown)
         batch.append(
             StepStarted(
                 run=run,

@@ -1,0 +1,115 @@
+"""torch's CUDA is newer than the CUDA the NVIDIA driver supports.
+
+Each torch wheel bundles a CUDA runtime (`torch.version.cuda`: 13.0 for the cu130 builds);
+the kernel driver supports CUDA up to a version of its own (`CUDA Version` in `nvidia-smi`,
+NVML's `cuda_driver`). A runtime of a newer major than the driver does not start at all: torch
+says `The NVIDIA driver on your system is too old (found version 12040)` (the number is the
+driver's CUDA, 12040 = 12.4) or `CUDA driver version is insufficient for CUDA runtime version`,
+and `torch.cuda.is_available()` is False. Within one major version CUDA's minor-version
+compatibility lets a 12.8 runtime run on a 12.4 driver, except what needs the newer driver:
+PTX compiled at run time (Triton, flashinfer and other JIT kernels fail with `the provided PTX
+was compiled with an unsupported toolchain`) and the newest APIs.
+
+From a `torch-env` probe: torch's CUDA against NVML's; a newer major is an error, a newer
+minor a warning. Every later probe that shows the same is not reported again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from journal.pitfalls import _runtime as rt
+from journal.pitfalls.base import Finding, Run, Subject, finding
+
+ID = "driver-too-old"
+ORDER = 33
+
+TOO_OLD = re.compile(
+    r"The NVIDIA driver on your system is too old \(found version (?P<found>\d+)\)"
+)
+INSUFFICIENT = re.compile(r"CUDA driver version is insufficient for CUDA runtime version")
+
+
+def decode(found: str) -> tuple[int, int]:
+    """(12, 4) for the driver API version 12040 (major * 1000 + minor * 10)."""
+    value = int(found)
+    return value // 1000, value % 1000 // 10
+
+
+def _advice(needed: tuple[int, int] | None, driver: tuple[int, int] | None) -> str:
+    if needed:
+        minimum = rt.MIN_DRIVER_FOR_CUDA.get(needed)
+        upgrade = f"upgrade the NVIDIA driver to one for CUDA {rt.dotted(needed)}" + (
+            f" ({minimum} or newer)" if minimum else ""
+        )
+    else:
+        upgrade = "upgrade the NVIDIA driver to one that supports torch's CUDA"
+    wanted = rt.wheel_variant(driver) if driver else None
+    if driver and not wanted:
+        other = f"use an older torch: no current torch wheel is built for CUDA {rt.dotted(driver)}"
+    elif driver:
+        other = (
+            f"install the torch build for the driver's CUDA {rt.dotted(driver)}: "
+            f"`pip install --force-reinstall torch --index-url {rt.index_url(wanted)}`"
+        )
+    else:
+        other = "install the torch build for the CUDA that `nvidia-smi` shows"
+    return f"{upgrade}, or {other}; then check with `journal run probe torch-env`"
+
+
+def _from_probe(run: Run) -> Finding | None:
+    probed = rt.torch_env(run)
+    if not probed:
+        return None
+    env, event = probed
+    torch_cuda = rt.major_minor(rt.known(rt.torch_of(env).get("cuda")))
+    driver = rt.driver_cuda(env)
+    if not torch_cuda or not driver or torch_cuda <= driver:
+        return None
+    version = rt.torch_version(env) or "torch"
+    driver_text = rt.driver_version(env)
+    fact = (
+        f"torch {version} has CUDA {rt.dotted(torch_cuda)}; the driver"
+        + (f" {driver_text}" if driver_text else "")
+        + f" supports CUDA {rt.dotted(driver)}"
+    )
+    if torch_cuda[0] > driver[0]:
+        severity, title = "error", f"{fact}: torch cannot use the GPUs"
+    else:
+        severity = "warning"
+        title = (
+            f"{fact}: it runs by minor-version compatibility, but PTX compiled at run time "
+            "(Triton, flashinfer JIT) and the newest CUDA features fail"
+        )
+    return finding(
+        ID, severity, title, _advice(torch_cuda, driver), [rt.probe_fact(run, event, fact)], run
+    )
+
+
+def detect(subject: Subject) -> Iterator[Finding]:
+    repeats = rt.Repeats()
+    for run in subject.runs:
+        computed = _from_probe(run)
+        if rt.torch_env(run) and repeats.new(run, computed.title if computed else None):
+            assert computed is not None
+            yield computed
+            continue
+        old = run.grep(TOO_OLD, "too old", limit=1)
+        short = run.grep(INSUFFICIENT, "insufficient for CUDA runtime", limit=1)
+        if not old and not short:
+            continue
+        driver = rt.host_driver_cuda(subject, run)
+        if old:
+            match, line = old[0]
+            driver = decode(match.group("found"))
+            title = (
+                f"the NVIDIA driver supports only CUDA {rt.dotted(driver)} (found version "
+                f"{match.group('found')}), older than the CUDA this torch was built with"
+            )
+        else:
+            match, line = short[0]
+            title = "the NVIDIA driver is older than the CUDA runtime: " + line.text.strip()
+        yield finding(
+            ID, "error", title, _advice(None, driver), [e for _, e in (old + short)[:3]], run
+        )

@@ -1,0 +1,114 @@
+"""A step changed packages and nothing checked the env before the next change.
+
+The package snapshots say what a step installed; only a probe says whether the result works:
+that torch imports, which CUDA and NCCL it loads, how many GPUs it sees. In the seed upgrade
+the five lines that proved the new stack (`torch: 2.12.0.dev20260226+cu130`, `CUDA: 13.0`,
+`NCCL: (2, 28, 9)`, …) lived in a terminal scroll-back. A change that no probe looked at before
+the next step changed packages again cannot be told apart from the one after it when something
+breaks. A step counts as checked when a probe (`probes = ["torch-env"]`) or an expectation
+(`expect = {…}`) ran after it, in that step or in a later step run on the same host that
+changed nothing itself, or a `journal run probe` on that host came before the next change.
+
+Journals only: a transcript has no probes to miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from journal.pitfalls._install import Change, changes, short
+from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+
+ID = "unverified-change"
+ORDER = 90
+
+#: Packages whose change is what probes exist for.
+STACK_PREFIXES = ("torch", "nvidia-", "triton", "flashinfer", "sgl-kernel", "sglang-kernel")
+
+
+def _checked(run: Run) -> bool:
+    """A probe ran after the step (even one that failed: it recorded what it saw), or an
+    expectation was checked."""
+    return bool(run.probe_events) or bool(run.probes) or bool(run.expectations)
+
+
+def _changed(run: Run) -> bool:
+    return run.diff is not None and not run.diff.empty
+
+
+def _standalone(subject: Subject, host: str, after: int, before: int | None) -> Any:
+    """A `journal run probe` on ``host`` recorded between the two sequence numbers.
+
+    Needs ``Subject.probes`` (the standalone probe views, with ``seq`` and ``host``); a
+    Subject without it has none to offer.
+    """
+    for probe in getattr(subject, "probes", None) or ():
+        seq = getattr(probe, "seq", None)
+        if (
+            getattr(probe, "host", None) == host
+            and seq is not None
+            and seq > after
+            and (before is None or seq < before)
+        ):
+            return probe
+    return None
+
+
+def _harmful(change: Change) -> bool:
+    return change.key.startswith(STACK_PREFIXES) or change.kind in (
+        "downgraded",
+        "removed",
+        "variant-switched",
+    )
+
+
+def detect(subject: Subject) -> Iterator[Finding]:
+    if not subject.journal:
+        return
+    for run in subject.runs:
+        if not _changed(run) or _checked(run):
+            continue
+        next_change: Run | None = None
+        verified = False
+        for later in subject.later(run):
+            if _changed(later):
+                next_change = later
+                break
+            if _checked(later):
+                verified = True
+                break
+        if verified:
+            continue
+        until = next_change.event if next_change else None
+        if run.event is not None and _standalone(subject, run.host, run.event, until):
+            continue
+        found = [c for c in changes(run) if c.kind != "reinstalled"] or changes(run)
+        harmful = [c for c in found if _harmful(c)]
+        shown = (harmful or found)[:4]
+        listed = ", ".join(c.text() for c in shown) + (
+            f" and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
+        )
+        if next_change is not None:
+            gap = (
+                f"no probe ran before {next_change.step} changed packages again (run "
+                f"{next_change.key})"
+            )
+        else:
+            gap = f"no probe has run on {run.host} since"
+        evidence = [
+            run.command_evidence(),
+            *(Evidence(f"package snapshots: {c.text()}", None, run.event, run.key) for c in shown),
+            Evidence(gap, None, next_change.event if next_change else run.event, run.key),
+        ]
+        yield finding(
+            ID,
+            "warning" if harmful else "info",
+            f"{run.step} ({short(run)}) changed {listed} on {run.host}; {gap}",
+            f"check the result now with `journal run probe torch-env --host {run.host}` (or the "
+            f'probe that proves what {run.step} installed), and add `probes = ["torch-env"]` '
+            f"with an `expect` table to step {run.step} in the runbook so that every run of it "
+            "is checked",
+            evidence,
+            run,
+        )
