@@ -42,6 +42,7 @@ class Command:
     user: str | None = None
     host: str | None = None
     output: list[str] = field(default_factory=list)
+    raw: str = ""  # the prompt line as pasted
 
     @property
     def first_output_line(self) -> int:
@@ -59,7 +60,7 @@ def _is_command(text: str) -> bool:
 
 def prompt(line: str) -> tuple[str, str | None, str | None] | None:
     """(command, user, host) if ``line`` is a prompt line, else None."""
-    if len(line) > 4000 or line.startswith(">>>"):
+    if len(line) > 4000 or ("$ " not in line and "# " not in line) or line.startswith(">>>"):
         return None
     match = _USER_HOST.match(line)
     if match:
@@ -84,7 +85,7 @@ def parse(text: str) -> list[Command]:
         found = prompt(line)
         if found is not None:
             cmd, user, host = found
-            commands.append(Command(len(commands), cmd, number, user, host))
+            commands.append(Command(len(commands), cmd, number, user, host, raw=line))
         elif commands:
             commands[-1].output.append(line)
     for command in commands:  # the blank lines before the next prompt are not output

@@ -7,6 +7,7 @@ its post-releases. Versions that are not PEP 440 still compare (as text, after a
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import total_ordering
@@ -65,6 +66,7 @@ class Version:
         return self.text
 
 
+@functools.lru_cache(maxsize=65536)
 def parse_version(text: str) -> Version:
     """Parse ``text``; never raises (a non-PEP 440 version sorts after all others, as text)."""
     match = _PEP440.match(text)

@@ -112,12 +112,25 @@ class Run:
     probe_events: dict[str, int] = field(default_factory=dict)
     expectations: list[Any] = field(default_factory=list)
     imported: bool = False
+    reason: str | None = None
+    signal: str | None = None
+    prompt_line: int | None = None  # a transcript command's own line in the file
+    prompt_text: str = ""  # and that line as pasted
     _newlines: list[int] | None = field(default=None, repr=False)
+    _seen: dict[str, bool] = field(default_factory=dict, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)
 
     def has(self, *needles: str) -> bool:
-        """Whether the output holds any of these strings (a fast test before a regex)."""
-        return any(n in self.text for n in needles)
+        """Whether the output holds any of these strings (a fast test before a regex);
+        remembered per needle, since many detectors ask about the same words."""
+        seen = self._seen
+        for needle in needles:
+            found = seen.get(needle)
+            if found is None:
+                found = seen[needle] = needle in self.text
+            if found:
+                return True
+        return False
 
     def _line_index(self) -> list[int]:
         if self._newlines is None:
@@ -164,6 +177,8 @@ class Run:
 
     def command_evidence(self) -> Evidence:
         """The command itself as evidence."""
+        if self.prompt_line is not None:
+            return Evidence(self.prompt_text, self.prompt_line, None, self.key, None)
         return Evidence(f"$ {self.command}", None, self.event, self.key, None)
 
     def probe(self, name: str) -> dict[str, Any] | None:
@@ -178,6 +193,7 @@ class Subject:
     runs: list[Run]
     name: str = ""
     metrics: list[Any] = field(default_factory=list)
+    _index: dict[int, int] | None = field(default=None, repr=False)
 
     @property
     def journal(self) -> bool:
@@ -185,11 +201,13 @@ class Subject:
 
     def later(self, run: Run) -> Iterator[Run]:
         """The runs after ``run`` on the same host."""
-        seen = False
-        for other in self.runs:
-            if other is run:
-                seen = True
-            elif seen and other.host == run.host:
+        if self._index is None or len(self._index) != len(self.runs):
+            self._index = {id(r): i for i, r in enumerate(self.runs)}
+        start = self._index.get(id(run))
+        if start is None:
+            return
+        for other in self.runs[start + 1 :]:
+            if other.host == run.host:
                 yield other
 
 

@@ -3,6 +3,7 @@ which index and which variant (``cu130``), and whether it forced a reinstall or 
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -149,6 +150,13 @@ def _pieces(command: str) -> list[list[str]]:
 
 def install_requests(command: str) -> list[InstallRequest]:
     """Every pip / uv pip install in ``command``."""
+    if "install" not in command:
+        return []
+    return list(_install_requests(command))
+
+
+@functools.lru_cache(maxsize=4096)
+def _install_requests(command: str) -> tuple[InstallRequest, ...]:
     found = []
     for words in _pieces(command):
         for i, word in enumerate(words):
@@ -166,7 +174,7 @@ def install_requests(command: str) -> list[InstallRequest]:
             ]:
                 found.append(_parse("pip", words[i + 4 :], command))
                 break
-    return found
+    return tuple(found)
 
 
 def _parse(tool: str, args: list[str], raw: str) -> InstallRequest:

@@ -73,6 +73,8 @@ def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Ti
             probe_events={p.probe: p.seq for p in view.probes},
             expectations=view.expectations,
             imported=view.imported,
+            reason=view.reason,
+            signal=view.signal,
         )
         runs.append(run)
     runs.sort(key=lambda run: run.event or 0)  # standalone probes in their place in time
@@ -95,6 +97,8 @@ def from_transcript(text: str, name: str = "", host: str | None = None) -> Subje
                 command=command.command,
                 text=output + ("\n" if output else ""),
                 segments=[Segment(0, "output", None, command.first_output_line)],
+                prompt_line=command.line,
+                prompt_text=command.raw,
             )
         )
     return Subject("transcript", runs, name)

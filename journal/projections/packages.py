@@ -210,6 +210,8 @@ def _kind(
     before: Mapping[str, Any], after: Mapping[str, Any], old: str, new: str
 ) -> ChangeKind | None:
     """How a package present in both snapshots changed, or None if it did not."""
+    if old == new:  # the common case, decided without parsing
+        return "reinstalled" if _reinstalled(before, after) else None
     old_version, new_version = parse_version(old), parse_version(new)
     if old_version == new_version:
         # Equal as PEP 440 sees them (1.0 and 1.0.0 are one version): a different text can

@@ -86,6 +86,7 @@ class StepRunView:
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
     probes: list[ProbeView] = field(default_factory=list)
     expectations: list[ExpectationView] = field(default_factory=list)
+    _diff: tuple[tuple[int, int], PackageDiff] | None = field(default=None, repr=False)
 
     @property
     def finished_ok(self) -> bool:
@@ -96,7 +97,10 @@ class StepRunView:
         """What the step changed in the target env (None without both snapshots)."""
         if "before" not in self.snapshots or "after" not in self.snapshots:
             return None
-        return diff_packages(self.snapshots["before"], self.snapshots["after"])
+        key = (id(self.snapshots["before"]), id(self.snapshots["after"]))
+        if self._diff is None or self._diff[0] != key:
+            self._diff = (key, diff_packages(self.snapshots["before"], self.snapshots["after"]))
+        return self._diff[1]
 
 
 @dataclass

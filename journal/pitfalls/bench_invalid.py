@@ -1,0 +1,71 @@
+"""A benchmark whose figure cannot be trusted: requests failed, or the results were wrong.
+
+`bench_serving` (sglang) and `vllm bench serve` compute their throughput from the requests
+that succeeded: when `Successful requests:` is below the `--num-prompts` asked for, or
+`Failed requests:` is above 0, the throughput printed measures a different (smaller, or
+failing) workload, and comparing it with an earlier figure says nothing. nccl-tests checks the
+result of every collective: `# Out of bounds values : 3 FAILED` means the collective returned
+wrong data, whatever bandwidth it printed — a broken NCCL, driver, topology or tuning variable
+(`NCCL_PROTO`, `NCCL_ALGO`), not a slow one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from journal.pitfalls._bench import DISPLAY, PREFERENCE, subject_blocks
+from journal.pitfalls.base import Finding, Subject, finding
+
+ID = "bench-invalid"
+ORDER = 81
+
+SERVING_ADVICE = (
+    "do not compare this figure: find why requests failed in the server's log (out of memory, "
+    "a timeout, a prompt longer than the context length, a crash after the upgrade), fix it, "
+    "and run the benchmark again until every request asked for succeeds"
+)
+NCCL_ADVICE = (
+    "treat the NCCL stack as broken until this passes: run nccl-tests again with `-c 1` and "
+    "NCCL_DEBUG=WARN, unset NCCL_PROTO / NCCL_ALGO overrides, check the GPUs and links "
+    "(`nvidia-smi -q -d ECC`, `dmesg | grep -i xid`, `nvidia-smi topo -m`) and that the NCCL "
+    "nccl-tests loads is the one you mean to measure"
+)
+
+
+def detect(subject: Subject) -> Iterator[Finding]:
+    read = subject_blocks(subject)
+    for run in subject.runs:
+        for block in read[run.key]:
+            problems = block.problems()
+            if not problems:
+                continue
+            tool = {
+                "bench_serving": "the serving benchmark's",
+                "vllm-throughput": "the throughput benchmark's",
+                "nccl-tests": "nccl-tests'",
+            }[block.tool]
+            reasons = "; ".join(reason for reason, _ in problems)
+            evidence = [run.command_evidence()]
+            for _, lines in problems:
+                evidence.extend(lines)
+            ranked = sorted(
+                block.figures,
+                key=lambda f: PREFERENCE.index(f.name) if f.name in PREFERENCE else 99,
+            )
+            shown = ranked[0] if ranked else None
+            title = f"{tool} figures cannot be trusted: {reasons}"
+            if shown is not None:
+                unit = f" {shown.unit}" if shown.unit else ""
+                title += (
+                    f" (it printed {DISPLAY.get(shown.name, shown.name)} {shown.value:,.2f}{unit})"
+                )
+                if shown.evidence is not None:
+                    evidence.append(shown.evidence)
+            yield finding(
+                ID,
+                "error",
+                title,
+                NCCL_ADVICE if block.tool == "nccl-tests" else SERVING_ADVICE,
+                evidence,
+                run,
+            )
