@@ -59,7 +59,7 @@ def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def lint(ctx: Context, args: argparse.Namespace) -> int:
-    from journal.service.findings import lint as lint_files
+    from journal.service.lint import lint as lint_files
 
     found = lint_files([Path(p) for p in args.files])
     if args.format == "json":

@@ -14,6 +14,7 @@ did an install that said ``Checked 3 packages`` change anything at all.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,9 +39,13 @@ KINDS: tuple[ChangeKind, ...] = (
 )
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+@functools.lru_cache(maxsize=16384)
 def normalize(name: str) -> str:
     """A distribution name as PEP 503 compares it: lowercase, runs of ``-_.`` as one dash."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return _SEPARATORS.sub("-", name).lower()
 
 
 def _local_key(version: str) -> str | None:

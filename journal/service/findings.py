@@ -17,17 +17,15 @@ from journal.events import (
 )
 from journal.pitfalls import catalogue, judge
 from journal.pitfalls.base import Finding
-from journal.pitfalls.subjects import from_journal, from_transcript
+from journal.pitfalls.subjects import from_journal
 from journal.projections.timeline import Timeline
 from journal.recorder import encode
 from journal.redact import Redactor
 from journal.runbook import NAME
+from journal.service.lint import read_transcript
 from journal.service.steps import new_run_id
 from journal.store import EventStore
 from journal.transcript import parse, step_name
-
-#: A transcript bigger than this is refused (a terminal session, not a log archive).
-MAX_TRANSCRIPT = 512 * 1024 * 1024
 
 
 def journal_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:
@@ -68,30 +66,6 @@ def acknowledge(store: EventStore, journal: str, target: str, note: str) -> list
     author = f"{getpass.getuser()}@{socket.gethostname()}"
     store.append(journal, [PitfallAcknowledged(finding=target, note=note, author=author)])
     return covered
-
-
-def read_transcript(path: Path) -> str:
-    """A transcript file's text (bad bytes replaced), refused when missing or huge."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_TRANSCRIPT:
-            raise BadInput(f"{path}: {size} bytes is too large for a transcript")
-        return path.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such transcript file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a folder, not a transcript file") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read it: {exc.strerror}") from None
-
-
-def lint(paths: list[Path]) -> list[tuple[Path, Finding]]:
-    """Findings for each transcript file."""
-    found = []
-    for path in paths:
-        subject = from_transcript(read_transcript(path), str(path))
-        found.extend((path, f) for f in judge(subject))
-    return found
 
 
 def import_transcript(
