@@ -35,8 +35,10 @@ test: install system-deps
 	$(BIN)/ruff check journal tests bench migrations
 	$(BIN)/python -m pytest
 
+# The demo journal, then the web UI on it: its URL is printed; Ctrl-C stops it.
 demo: install
 	$(BIN)/journal demo
+	$(BIN)/journal --db demo/journal.db --runbook demo/runbook.toml serve
 
 lint: install
 	$(BIN)/ruff check journal tests bench migrations

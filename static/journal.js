@@ -1,8 +1,10 @@
 // journal's own script (loaded from /static, as the Content-Security-Policy allows; no inline
-// script or handler anywhere). htmx does the requests; this only keeps an evidence line in
-// view: when the line a URL's #L<n> names arrives with a fragment, scroll to it.
+// script or handler anywhere). htmx does the requests and htmx-ext-sse the live streams; this
+// keeps an evidence line in view, and keeps a live element's place in its stream.
 (function () {
   "use strict";
+
+  // When the line a URL's #L<n> names arrives with a fragment, scroll to it.
   function showTarget() {
     var id = window.location.hash.slice(1);
     if (!id) { return; }
@@ -14,4 +16,28 @@
   }
   document.addEventListener("DOMContentLoaded", showTarget);
   document.addEventListener("htmx:afterSettle", showTarget);
+
+  // Each live message's id is the newest event it shows. The element that holds the stream
+  // keeps it in data-last-seq and in its sse-connect URL (after=SEQ): a stream htmx opens
+  // again after an error starts there, as a browser's own reconnect does (Last-Event-ID),
+  // so no line or item is shown twice.
+  // (Before the swap: a swap may replace the element that received the message.)
+  document.addEventListener("htmx:sseBeforeMessage", function (evt) {
+    var seq = evt.detail && evt.detail.lastEventId;
+    var holder = evt.target.closest ? evt.target.closest("[sse-connect]") : null;
+    if (!seq || !holder || !/^\d+$/.test(seq)) { return; }
+    if (Number(seq) <= Number(holder.dataset.lastSeq || 0)) { return; }
+    holder.dataset.lastSeq = seq;
+    var url = new URL(holder.getAttribute("sse-connect"), window.location.href);
+    url.searchParams.set("after", seq);
+    holder.setAttribute("sse-connect", url.pathname + url.search);
+  });
+
+  // A followed step's page says when the step ended and the stream closed.
+  document.addEventListener("htmx:sseClose", function (evt) {
+    if (evt.target && evt.target.classList) {
+      evt.target.classList.remove("following");
+      evt.target.classList.add("followed");
+    }
+  });
 })();

@@ -147,4 +147,5 @@ def run_demo(root: Path, ctx: Context) -> int:
     print(f"the demo journal is {ctx.db}; look at it with:")
     print(f"  {command} --db {ctx.db} --runbook {runbook.path} status")
     print(f"  {command} --db {ctx.db} --runbook {runbook.path} log --output")
+    print(f"  {command} --db {ctx.db} --runbook {runbook.path} serve   # in the browser")
     return code

@@ -86,7 +86,9 @@ class StepRunView:
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
     probes: list[ProbeView] = field(default_factory=list)
     expectations: list[ExpectationView] = field(default_factory=list)
-    _diff: tuple[tuple[int, int], PackageDiff] | None = field(default=None, repr=False)
+    _diff: tuple[tuple[int, int], PackageDiff] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def finished_ok(self) -> bool:

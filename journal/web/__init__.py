@@ -26,7 +26,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     Config: ``DB``, ``TOKEN`` (every request must carry it when set), ``BIND`` (the address
     served on: without a token, the only Host besides localhost, 127.0.0.1 and ::1 answered),
-    ``LINES_PER_PAGE``, ``NODE_MODULES``.
+    ``LINES_PER_PAGE``, ``NODE_MODULES``, and for live pages ``LIVE_POLL_S`` (how often a
+    stream asks the store for new events), ``LIVE_RUN_S`` and ``LIVE_TIMELINE_S`` (how long a
+    stream lives before the browser reconnects to a fresh one).
     """
     app = Flask(
         __name__,
@@ -43,6 +45,9 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_SAMESITE="Strict",
         SESSION_COOKIE_HTTPONLY=True,
         MAX_CONTENT_LENGTH=1024 * 1024,
+        LIVE_POLL_S=0.1,
+        LIVE_RUN_S=600.0,
+        LIVE_TIMELINE_S=300.0,
     )
     if test_config:
         app.config.from_mapping(test_config)

@@ -2,17 +2,27 @@
 time with ANSI colours; the package diff, probes, expectations and findings.
 
 ``/j/<journal>/run/<run_id>/output?page=N`` answers with one page of lines (the "load more"
-fragment); ``?after=SEQ`` with the lines of the chunks stored after event SEQ, for live
-appending.
+fragment); ``?after=SEQ`` with the lines of the chunks stored after event SEQ.
+``/j/<journal>/run/<run_id>/live?after=SEQ`` streams those lines as they are printed
+(Server-Sent Events: ``lines`` messages, then ``done`` once the step finished, carrying the
+run's summary as it ended), which a running step's page follows.
 """
 
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, render_template, request
+import time
+from typing import Any
 
+from flask import Blueprint, Response, abort, current_app, render_template, request
+from sqlalchemy import case, func, select
+
+from journal.events import StepFinished
 from journal.pitfalls.base import Finding
 from journal.projections.packages import KINDS
+from journal.projections.timeline import StepRunView, recorder_alive
+from journal.store.schema import events
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
+from journal.web.sse import after_seq, event_stream, message
 from journal.web.state import JournalState, journal_or_404, store
 from journal.web.templating import wants_fragment
 
@@ -21,7 +31,7 @@ bp = Blueprint("runs", __name__, url_prefix="/j/<journal>/run/<run_id>")
 _SPANS = SpanCache()
 
 
-def _run_or_404(state: JournalState, run_id: str):  # type: ignore[no-untyped-def]
+def _run_or_404(state: JournalState, run_id: str) -> StepRunView:
     run = state.run(run_id)
     if run is None:
         abort(404, f"the journal {state.journal!r} has no step run {run_id!r}")
@@ -38,10 +48,16 @@ def _evidence_lines(findings: list[Finding], run_id: str) -> dict[int, list[str]
     return lines
 
 
-def _page_context(state: JournalState, run_id: str, page: int) -> dict:  # type: ignore[type-arg]
+def _page_context(state: JournalState, run_id: str, page: int | None) -> dict[str, Any]:
+    """One page of a run's output (``None``: the first, or the last while the step runs:
+    its newest lines are what a live view is for)."""
     per_page = current_app.config["LINES_PER_PAGE"]
     layout: OutputSpans = _SPANS.get(store(), run_id)
     pages = layout.pages(per_page)
+    run = state.run(run_id)
+    live = run is not None and run.status == "running"
+    if page is None:
+        page = pages if live else 1
     page = min(max(page, 1), pages)
     first = (page - 1) * per_page + 1
     last = min(page * per_page, layout.lines)
@@ -55,6 +71,26 @@ def _page_context(state: JournalState, run_id: str, page: int) -> dict:  # type:
         "next_page": page + 1 if page < pages else None,
         "evidence": _evidence_lines(state.findings, run_id),
         "per_page": per_page,
+        # only the last page follows the step: the lines it prints come after it
+        "follow": live and page == pages,
+    }
+
+
+def _summary_context(state: JournalState, run: StepRunView) -> dict[str, Any]:
+    """What the page shows of a run besides its output (``runs/_summary.html``)."""
+    run_id = run.run_id
+    elsewhere = [
+        f for f in state.findings if f.run != run_id and any(ev.run == run_id for ev in f.evidence)
+    ]
+    return {
+        "state": state,
+        "journal": state.journal,
+        "run": run,
+        "diff": state.diff(run),
+        "kinds": KINDS,
+        "findings": state.findings_of(run_id),
+        "elsewhere": elsewhere,
+        "runs": state.timeline.runs,
     }
 
 
@@ -62,24 +98,10 @@ def _page_context(state: JournalState, run_id: str, page: int) -> dict:  # type:
 def page(journal: str, run_id: str) -> str:
     state = journal_or_404(journal)
     run = _run_or_404(state, run_id)
-    context = _page_context(state, run_id, request.args.get("page", 1, type=int))
+    context = _page_context(state, run_id, request.args.get("page", type=int))
     if wants_fragment():
         return render_template("runs/_output_lines.html", **context)
-    findings = state.findings_of(run_id)
-    elsewhere = [
-        f for f in state.findings if f.run != run_id and any(ev.run == run_id for ev in f.evidence)
-    ]
-    return render_template(
-        "runs/page.html",
-        state=state,
-        run=run,
-        diff=run.diff,
-        kinds=KINDS,
-        findings=findings,
-        elsewhere=elsewhere,
-        runs=state.timeline.runs,
-        **context,
-    )
+    return render_template("runs/page.html", **{**_summary_context(state, run), **context})
 
 
 @bp.get("/output")
@@ -102,3 +124,81 @@ def output(journal: str, run_id: str) -> str:
         )
     context = _page_context(state, run_id, request.args.get("page", 1, type=int))
     return render_template("runs/_output_lines.html", **context)
+
+
+@bp.get("/live")
+def live(journal: str, run_id: str) -> Response:
+    """The run's output as it is printed: ``lines`` messages with the lines of the chunks
+    after ``after=SEQ`` (a line begun before comes whole, marked to replace the one shown),
+    then, once the step finished (or its recorder is gone), ``done`` with its summary."""
+    state = journal_or_404(journal)
+    run = _run_or_404(state, run_id)
+    sent = seen = after_seq()
+    checked = 0.0
+
+    def poll() -> tuple[list[str], bool]:
+        nonlocal sent, seen, checked
+        newest, finished = _progress(run_id, seen)
+        if not newest and not finished:
+            now = time.monotonic()
+            if now - checked < 1.0:
+                return [], False
+            checked = now
+            if recorder_alive(run.machine, run.pid):
+                return [], False
+            # the recorder is gone: a StepFinished it wrote on its way out, or none
+            newest, finished = _progress(run_id, seen)
+            if not newest and not finished:
+                return [_done(journal, run_id, sent)], True
+        out = []
+        layout = _SPANS.get(store(), run_id)
+        if layout.last_seq > sent:
+            lines = lines_after(store(), run_id, layout, sent)
+            html = render_template(
+                "runs/_output_lines.html",
+                journal=journal,
+                run_id=run_id,
+                layout=layout,
+                lines=lines,
+                next_page=None,
+                evidence={},
+                live=True,
+            )
+            sent = layout.last_seq
+            out.append(message("lines", html, sent))
+        seen = max(seen, newest, sent)
+        if finished:  # a run's chunks all come before its StepFinished: every line is sent
+            out.append(_done(journal, run_id, sent))
+        return out, bool(finished)
+
+    return event_stream(poll, current_app.config["LIVE_RUN_S"])
+
+
+def _progress(run_id: str, after: int) -> tuple[int, int]:
+    """The newest event of a run after ``after`` (0: none), and its StepFinished (0: none)."""
+    finished = case((events.c.type == StepFinished.type, events.c.seq))
+    query = select(func.max(events.c.seq), func.max(finished)).where(
+        events.c.run_id == run_id, events.c.seq > after
+    )
+    with store().engine.connect() as conn:
+        newest, done = conn.execute(query).one()
+    return int(newest or 0), int(done or 0)
+
+
+def _done(journal: str, run_id: str, sent: int) -> str:
+    """The closing message: the run's summary as it ended, swapped in place of the one shown
+    (the page's ``sse-close="done"`` then closes the stream)."""
+    state = journal_or_404(journal)
+    run = _run_or_404(state, run_id)
+    html = render_template("runs/_summary.html", oob=True, **_summary_context(state, run))
+    per_page = current_app.config["LINES_PER_PAGE"]
+    layout = _SPANS.get(store(), run_id)
+    html += render_template(
+        "runs/_legend.html",
+        oob=True,
+        layout=layout,
+        page=layout.pages(per_page),  # the page followed was the last
+        pages=layout.pages(per_page),
+        per_page=per_page,
+    )
+    return message("done", html, sent)

@@ -1,33 +1,36 @@
-"""What the pages show of a journal: its timeline and findings, replayed once per new event.
+"""What the pages show of a journal: its timeline and findings, kept current as it grows.
 
-Replaying a journal (and judging it) reads every event, output included; a page view should
-not. :class:`JournalStates` keeps the last replay of each journal and reuses it until the
-journal's newest sequence number moves (one indexed query), or until a step shown as running
-lost its recorder.
+Folding a journal (and judging it) reads every event, output included; a page view should
+not. :class:`JournalStates` folds each journal once, then only the events appended since
+(one indexed query says whether there are any), and reuses the last state while nothing
+changed and no step shown as running lost its recorder.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 
 from flask import Flask, abort, current_app
 from sqlalchemy import func, select
 
-from journal.events import PitfallAcknowledged
-from journal.pitfalls import counts, judge
+from journal.mapper import Recorded
+from journal.pitfalls import acknowledge, counts, judge
 from journal.pitfalls.base import Finding
-from journal.pitfalls.subjects import from_journal
-from journal.projections.timeline import StepRunView, Timeline, recorder_alive
+from journal.projections.packages import PackageDiff
+from journal.projections.timeline import StepRunView, Timeline
 from journal.store import EventStore
 from journal.store.schema import events
+from journal.web.fold import DiffCache, JournalFold, subject_of
 
 
 @dataclass
 class JournalState:
-    """One journal as replayed at ``last_seq``: its timeline, findings, and per run the
+    """One journal as folded at ``last_seq``: its timeline, findings, and per run the
     sequence number of its newest event (what changed since a given point)."""
 
     journal: str
@@ -35,6 +38,10 @@ class JournalState:
     timeline: Timeline
     findings: list[Finding]
     touched: dict[str, int] = field(default_factory=dict)
+    #: the event the findings were judged at (``last_seq``, or older while judging catches up)
+    findings_seq: int = 0
+    findings_generation: int = field(default=0, repr=False)
+    diffs: DiffCache = field(default_factory=DiffCache, repr=False)
 
     def findings_of(self, run_id: str) -> list[Finding]:
         """The findings about one step run."""
@@ -52,18 +59,45 @@ class JournalState:
         """Open findings by severity."""
         return counts(self.findings)
 
+    def diff(self, run: StepRunView) -> PackageDiff | None:
+        """What the step changed in the target env (None without both snapshots)."""
+        return self.diffs.diff(run)
+
     def run(self, run_id: str) -> StepRunView | None:
         return self.timeline.runs.get(run_id)
 
 
-class JournalStates:
-    """The store of one app and the latest replay of each of its journals."""
+#: Judging that took less than this is redone at once whenever the journal changes.
+SYNC_JUDGE_S = 0.25
+#: Otherwise it is redone in the background, at most this often.
+REJUDGE_EVERY_S = 2.0
 
-    def __init__(self, store: EventStore) -> None:
+
+class JournalStates:
+    """The store of one app and the latest state of each of its journals.
+
+    A journal is folded once, then extended by the events appended since (see
+    :mod:`journal.web.fold`). Findings are judged again when the fold changed: at once where
+    judging took less than ``sync_judge_s``; else (a big journal: seconds) in the background,
+    at most every ``rejudge_every_s`` or four times its own duration, while pages show the
+    last findings judged (a running step's new output is judged a little later).
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        sync_judge_s: float = SYNC_JUDGE_S,
+        rejudge_every_s: float = REJUDGE_EVERY_S,
+    ) -> None:
         self.store = store
+        self.sync_judge_s = sync_judge_s
+        self.rejudge_every_s = rejudge_every_s
         self._cache: dict[str, JournalState] = {}
+        self._folds: dict[str, JournalFold] = {}
+        self._verdicts: dict[str, _Verdict] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._judging: dict[str, threading.Thread] = {}
 
     def journals(self) -> list[str]:
         return self.store.journals()
@@ -74,63 +108,145 @@ class JournalStates:
         with self.store.engine.connect() as conn:
             return int(conn.execute(query).scalar() or 0)
 
-    def _touched(self, journal: str, upto: int) -> dict[str, int]:
-        query = (
-            select(events.c.run_id, func.max(events.c.seq))
-            .where(
-                events.c.journal == journal,
-                events.c.run_id.is_not(None),
-                events.c.seq <= upto,
-            )
-            .group_by(events.c.run_id)
-        )
-        with self.store.engine.connect() as conn:
-            return {run: int(seq) for run, seq in conn.execute(query)}
+    def _current(self, journal: str, last: int) -> JournalState | None:
+        """The cached state while it still holds: no new event, no recorder started or
+        stopped, no newer findings, and none due to be judged again."""
+        cached = self._cache.get(journal)
+        fold = self._folds.get(journal)
+        verdict = self._verdicts.get(journal)
+        if cached is None or fold is None or cached.last_seq != last or fold.stale():
+            return None
+        if verdict is None or verdict.serial != fold.serial:
+            return None
+        if verdict.generation != cached.findings_generation:
+            return None  # findings judged in the background since
+        if verdict.generation != fold.generation and self._due(fold, verdict):
+            return None
+        return cached
 
     def get(self, journal: str) -> JournalState | None:
         """The journal as it stands now (None when the database has no such journal)."""
         last = self.last_seq(journal)
         if not last:
             return None
-        cached = self._cache.get(journal)
-        if cached is not None and cached.last_seq == last and not _recorder_lost(cached):
+        cached = self._current(journal, last)
+        if cached is not None:
             return cached
         with self._guard:
             lock = self._locks.setdefault(journal, threading.Lock())
-        with lock:  # one replay of a journal at a time; others wait for it, not redo it
-            cached = self._cache.get(journal)
-            if cached is not None and cached.last_seq == last and not _recorder_lost(cached):
+        with lock:  # one fold of a journal at a time; others wait for it, not redo it
+            cached = self._current(journal, last)
+            if cached is not None:
                 return cached
-            found, timeline = replay(self.store, journal, last)
-            state = JournalState(journal, last, timeline, found, self._touched(journal, last))
+            fold = self._folds.setdefault(journal, JournalFold(journal))
+            try:
+                if fold.last_seq < last:
+                    with closing(self.store.read(journal, after=fold.last_seq)) as recorded:
+                        timeline = fold.extend(_upto(recorded, last))
+                else:
+                    timeline = fold.resettle()
+            except BaseException:
+                # A batch that failed half-way (an event this version cannot read) left the
+                # fold half-extended: the next request folds the journal afresh.
+                self._folds.pop(journal, None)
+                self._verdicts.pop(journal, None)
+                self._cache.pop(journal, None)
+                raise
+            verdict = self._judge(fold)
+            findings = verdict.findings
+            if fold.acks:
+                findings = [acknowledge(f, fold.acks) for f in findings]
+            state = JournalState(
+                journal,
+                fold.last_seq,
+                timeline,
+                findings,
+                dict(fold.touched),
+                verdict.seq,
+                verdict.generation,
+                fold.diffs,
+            )
             self._cache[journal] = state
             return state
 
+    def _judge(self, fold: JournalFold) -> _Verdict:
+        """Findings for the fold as it is now, or the last ones while new ones are judged."""
+        verdict = self._verdicts.get(fold.journal)
+        if verdict is not None and verdict.serial != fold.serial:
+            verdict = None  # judged on a fold dropped since
+        if verdict is not None and verdict.generation == fold.generation:
+            return verdict
+        if verdict is None or verdict.seconds < self.sync_judge_s:
+            verdict = _judged(fold)
+            self._verdicts[fold.journal] = verdict
+            return verdict
+        if self._due(fold, verdict):
+            records = fold.records()  # taken now, under the lock: a consistent view
+            thread = threading.Thread(
+                target=self._judge_later,
+                args=(fold, records, fold.generation, fold.last_seq),
+                name=f"journal-judge-{fold.journal}",
+                daemon=True,
+            )
+            self._judging[fold.journal] = thread
+            thread.start()
+        return verdict
 
-def replay(store: EventStore, journal: str, upto: int) -> tuple[list[Finding], Timeline]:
-    """The findings and timeline of a journal's events up to ``upto`` (included), as
-    :func:`journal.service.findings.journal_findings` makes them from all of them: a page says
-    exactly which event it shows last, so live updates continue after it without repeating."""
-    acks: dict[str, str] = {}
-    records = []
-    with closing(store.read(journal)) as recorded:
-        for rec in recorded:
-            if rec.seq > upto:
-                break
-            if isinstance(rec.event, PitfallAcknowledged):
-                acks[rec.event.finding] = rec.event.note
-            records.append(rec)
-    subject, timeline = from_journal(journal, records)
-    return judge(subject, acks), timeline
+    def _due(self, fold: JournalFold, verdict: _Verdict) -> bool:
+        """Whether stale findings may be judged again in the background now."""
+        busy = self._judging.get(fold.journal)
+        if busy is not None and busy.is_alive():
+            return False
+        wait = max(self.rejudge_every_s, 4 * verdict.seconds)
+        return time.monotonic() >= verdict.finished + wait
+
+    def _judge_later(
+        self, fold: JournalFold, records: list[Recorded], generation: int, seq: int
+    ) -> None:
+        """Judge ``records`` (the fold at ``generation``, event ``seq``) off the request."""
+        started = time.monotonic()
+        try:
+            found = judge(subject_of(fold.journal, records))
+        except Exception:  # a page judging at once shows the error; here, the log says it
+            logging.getLogger(__name__).exception("judging %s failed", fold.journal)
+            return
+        done = time.monotonic()
+        with self._guard:  # only for the fold still in use, never over later findings
+            known = self._verdicts.get(fold.journal)
+            if self._folds.get(fold.journal) is fold and (
+                known is None or known.serial != fold.serial or known.generation < generation
+            ):
+                self._verdicts[fold.journal] = _Verdict(
+                    fold.serial, generation, seq, found, done - started, done
+                )
 
 
-def _recorder_lost(state: JournalState) -> bool:
-    """Whether a run the replay showed as running has lost its recorder since."""
-    return any(
-        not recorder_alive(run.machine, run.pid)
-        for run in state.timeline.runs.values()
-        if run.status == "running"
-    )
+@dataclass(frozen=True)
+class _Verdict:
+    """Findings (acknowledgements not applied) judged at one generation of a fold."""
+
+    serial: int
+    generation: int
+    seq: int
+    findings: list[Finding]
+    seconds: float
+    finished: float
+
+
+def _judged(fold: JournalFold) -> _Verdict:
+    started = time.monotonic()
+    found = judge(fold.subject())
+    done = time.monotonic()
+    return _Verdict(fold.serial, fold.generation, fold.last_seq, found, done - started, done)
+
+
+def _upto(records: Iterable[Recorded], upto: int) -> Iterator[Recorded]:
+    """The records up to ``upto`` (included): a page says exactly which event it shows last,
+    so live updates continue after it without repeating."""
+    for rec in records:
+        if rec.seq > upto:
+            break
+        yield rec
 
 
 def init_app(app: Flask) -> None:
@@ -139,8 +255,8 @@ def init_app(app: Flask) -> None:
 
 
 def warm(app: Flask) -> threading.Thread:
-    """Replay every journal in the background, so that the first page view finds it ready
-    (a journal of 100,000 events takes seconds to replay and judge, a page milliseconds)."""
+    """Fold every journal in the background, so that the first page view finds it ready
+    (a journal of 100,000 events takes seconds to fold and judge, a page milliseconds)."""
 
     def run() -> None:
         states_ = app.extensions["journal"]
@@ -148,7 +264,7 @@ def warm(app: Flask) -> threading.Thread:
             for name in states_.journals():
                 states_.get(name)
         except Exception:  # a page view will show the same error, on a plain page
-            app.logger.exception("replaying the journals in the background failed")
+            app.logger.exception("folding the journals in the background failed")
 
     thread = threading.Thread(target=run, name="journal-warm", daemon=True)
     thread.start()

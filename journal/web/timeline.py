@@ -3,14 +3,24 @@
 The filter form sends htmx GETs to the page's own URL and pushes it, so the URL always says
 what is shown: loaded directly it renders the same filtered page; asked by htmx it answers
 with the ``_timeline_items.html`` fragment only. ``/j/<journal>/items?after=SEQ`` answers
-with what changed since event SEQ, for live updates.
+with what changed since event SEQ; ``/j/<journal>/live?after=SEQ`` streams it as it happens
+(Server-Sent Events, one ``items`` message per change), which the page follows.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from flask import Blueprint, Response, make_response, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    make_response,
+    render_template,
+    request,
+    url_for,
+)
 
 from journal.web.selection import (
     KINDS,
@@ -22,7 +32,8 @@ from journal.web.selection import (
     runs_matching,
     select_items,
 )
-from journal.web.state import JournalState, journal_or_404, store
+from journal.web.sse import after_seq, event_stream, message
+from journal.web.state import JournalState, journal_or_404, states, store
 from journal.web.templating import wants_fragment
 
 bp = Blueprint("timeline", __name__, url_prefix="/j/<journal>")
@@ -38,6 +49,7 @@ def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
         "journal": state.journal,
         "query": query,
         "items": items,
+        "count": len(items),
         "rows": host_rows(items) if query.layout == "hosts" else [],
         "hosts": hosts,
         "columns": shown_hosts,
@@ -72,3 +84,40 @@ def items(journal: str) -> str:
         context["rows"] = host_rows(context["items"]) if context["query"].layout == "hosts" else []
         return render_template("timeline/_timeline_new.html", **context)
     return render_template("timeline/_timeline_items.html", **context)
+
+
+#: A stream filtered by text reads the output for each change: at most once a second.
+SEARCH_EVERY_S = 1.0
+
+
+@bp.get("/live")
+def live(journal: str) -> Response:
+    """The timeline's changes as they happen, filtered as the page is: an ``items`` message
+    with the new items and the runs shown that gained events since the last one sent."""
+    journal_or_404(journal)
+    query = TimelineQuery.from_args(request.args)
+    cursor = after_seq()
+    every = SEARCH_EVERY_S if query.q else 0.0
+    tried = 0.0
+
+    def poll() -> tuple[list[str], bool]:
+        nonlocal cursor, tried
+        now = time.monotonic()
+        if now - tried < every:
+            return [], False
+        tried = now
+        if states().last_seq(journal) <= cursor:
+            return [], False
+        state = journal_or_404(journal)
+        context = _context(state, query)
+        shown = context["items"]
+        new, updated = changed_since(state, shown, cursor)
+        cursor = state.last_seq
+        if not new and not updated:
+            return [], False
+        if query.layout != "hosts":
+            context["items"], context["updated"] = new, updated
+        html = render_template("timeline/_live.html", **context)
+        return [message("items", html, cursor)], False
+
+    return event_stream(poll, current_app.config["LIVE_TIMELINE_S"])
