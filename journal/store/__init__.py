@@ -144,6 +144,9 @@ class EventStore:
         run_id: str | None = None,
     ) -> Iterator[Recorded]:
         """Events in global order, optionally of one journal, run or set of types."""
+        if self.engine.dialect.name == "sqlite":
+            yield from self._read_sqlite(journal, after, types, exclude, run_id)
+            return
         query = select(events).where(events.c.seq > after).order_by(events.c.seq)
         if journal is not None:
             query = query.where(events.c.journal == journal)
@@ -163,6 +166,40 @@ class EventStore:
                     event=from_row(row.type, row.version, json.loads(row.payload)),
                     hash=row.hash,
                 )
+
+    def _read_sqlite(
+        self,
+        journal: str | None,
+        after: int,
+        types: Iterable[str] | None,
+        exclude: Iterable[str] | None,
+        run_id: str | None,
+    ) -> Iterator[Recorded]:
+        # Straight through the driver: SQLAlchemy's per-row work was most of the time of
+        # reading 100,000 events (the same reason append() goes this way).
+        sql = "SELECT seq, journal, ts, type, version, payload, hash FROM events WHERE seq > ?"
+        params: list[object] = [after]
+        if journal is not None:
+            sql += " AND journal = ?"
+            params.append(journal)
+        for column, values, op in (("type", types, "IN"), ("type", exclude, "NOT IN")):
+            if values is not None:
+                values = list(values)
+                sql += f" AND {column} {op} ({', '.join('?' * len(values)) or 'NULL'})"
+                params.extend(values)
+        if run_id is not None:
+            sql += " AND run_id = ?"
+            params.append(run_id)
+        raw = self.engine.raw_connection()
+        try:
+            cursor = raw.driver_connection.execute(sql + " ORDER BY seq", params)
+            while rows := cursor.fetchmany(2000):
+                for seq, name, ts, type_, version, payload, digest in rows:
+                    yield Recorded(
+                        seq, name, ts, from_row(type_, version, json.loads(payload)), digest
+                    )
+        finally:
+            raw.close()
 
     def journals(self) -> list[str]:
         """Names of the journals in this database, oldest first."""
