@@ -594,7 +594,6 @@ def test_numpy_abi_a_major_flip_in_install_output(output: str) -> None:
 # --- abi-mismatch: a real `undefined symbol` from the dynamic loader ---------------------------
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_abi_mismatch_real_undefined_symbol(tmp_path: Path) -> None:
     """An extension linked against `c10::cuda::SetDevice(signed char)` (the symbol of
     agentica-project/rllm#8) in a python without it: the loader's own ImportError."""
