@@ -235,6 +235,8 @@ def diff_packages(before: Mapping[str, Any], after: Mapping[str, Any]) -> Packag
     (or installer) changed was ``reinstalled``; a package whose public version stayed and whose
     local part changed was ``variant-switched``.
     """
+    if before == after:  # most steps change nothing: decided at C speed
+        return PackageDiff([])
     old_entries, new_entries = _entries(before), _entries(after)
     changes: list[PackageChange] = []
     for key in sorted(old_entries.keys() | new_entries.keys()):
