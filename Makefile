@@ -46,6 +46,8 @@ lint: install
 bench: install system-deps
 	$(BIN)/python bench/append.py
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/pitfalls.py
+	$(BIN)/python bench/web.py
 
 clean:
 	rm -rf $(VENV) node_modules demo test-artifacts
