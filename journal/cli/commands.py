@@ -227,3 +227,28 @@ def demo(ctx: Context, args: argparse.Namespace) -> int:
     from journal.demo.run import run_demo
 
     return run_demo(Path(args.dir), ctx)
+
+
+def export_cast(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.events import StepStarted
+    from journal.export.cast import to_cast
+
+    journal = ctx.journal()
+    runs = [
+        r.event.run
+        for r in ctx.store.read(journal, types=["StepStarted"])
+        if isinstance(r.event, StepStarted)
+    ]
+    matches = [run for run in runs if run.startswith(args.run_id)]
+    if len(matches) != 1:
+        from journal.runbook import suggest
+
+        if matches:
+            raise BadInput(f"run id {args.run_id!r} is ambiguous: {', '.join(matches[:5])}")
+        raise BadInput(f"no step run {args.run_id!r} in {journal}{suggest(args.run_id, runs)}")
+    lines = to_cast(
+        ctx.store.read(journal, run_id=matches[0], types=["StepStarted", "OutputChunk"])
+    )
+    Path(args.output).write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.output}: {len(lines) - 1} output events of run {matches[0]}")
+    return 0

@@ -1,0 +1,47 @@
+"""A step run's recorded output as an asciicast v2 file, so it replays with asciinema.
+
+Header: version, width, height, timestamp (the step's start), command and title. Then one
+``[seconds, "o", text]`` event per recorded chunk, at the time the chunk's first byte arrived.
+Steps run without a terminal, so ``\\n`` is written as ``\\r\\n`` (what a terminal's line
+discipline would have sent); bytes that are not UTF-8 are shown as U+FFFD.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from journal.events import OutputChunk, StepStarted
+from journal.mapper import Recorded
+from journal.recorder import decode
+
+WIDTH, HEIGHT = 120, 40
+
+
+def to_cast(records: Iterable[Recorded]) -> list[str]:
+    """The lines of the .cast file for one run's events (StepStarted first)."""
+    header: dict[str, Any] | None = None
+    events: list[str] = []
+    last = 0.0
+    for rec in records:
+        event = rec.event
+        if isinstance(event, StepStarted):
+            started = datetime.fromisoformat(rec.ts.replace("Z", "+00:00"))
+            header = {
+                "version": 2,
+                "width": WIDTH,
+                "height": HEIGHT,
+                "timestamp": int(started.timestamp()),
+                "command": event.command,
+                "title": f"{event.step} on {event.host_name}",
+                "env": {"TERM": "xterm-256color", "SHELL": "/bin/bash"},
+            }
+        elif isinstance(event, OutputChunk):
+            text = decode(event).decode("utf-8", "replace").replace("\r\n", "\n")
+            last = max(last, event.t)  # chunks of two streams may be stored out of time order
+            events.append(json.dumps([round(last, 6), "o", text.replace("\n", "\r\n")]))
+    if header is None:
+        raise ValueError("no StepStarted for this run")
+    return [json.dumps(header), *events]
