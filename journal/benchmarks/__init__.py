@@ -1,0 +1,1 @@
+"""Benchmarks: built-in GPU measurements run by a host's target python (issue 6 builds the rest)."""

@@ -1,0 +1,114 @@
+"""Built-in GPU benchmarks, run by the target env's python with torch: ``matmul`` (bf16
+TFLOP/s), ``memcpy`` (device-to-device GB/s, bytes read plus written) and ``allreduce`` (NCCL
+bus bandwidth through torch.distributed over every GPU of the host, one process per GPU).
+
+Prints one JSON object per figure: ``{"metric", "value", "unit", "labels"}``. Timed with CUDA
+events after warm-up, median of the repeats, on random data (never zeros).
+"""
+
+import json
+import os
+import statistics
+import sys
+
+
+def _emit(metric, value, unit, **labels):
+    print(json.dumps({"metric": metric, "value": round(value, 3), "unit": unit, "labels": labels}))
+    sys.stdout.flush()
+
+
+def _time(fn, repeats, warmup=3):
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    return statistics.median(times)
+
+
+def matmul(size=8192, repeats=10):
+    import torch
+
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    seconds = _time(lambda: torch.mm(a, b), repeats)
+    name = torch.cuda.get_device_name(0)
+    _emit("matmul_bf16", 2 * size**3 / seconds / 1e12, "TFLOP/s", size=str(size), gpu=name)
+
+
+def memcpy(mib=4096, repeats=10):
+    import torch
+
+    src = torch.randn(mib * (1 << 20) // 4, device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(src)
+    seconds = _time(lambda: dst.copy_(src), repeats)
+    moved = 2 * src.numel() * src.element_size()  # read once, written once
+    name = torch.cuda.get_device_name(0)
+    _emit("memcpy_d2d", moved / seconds / 1e9, "GB/s", mib=str(mib), gpu=name)
+
+
+def _allreduce_worker(rank, world, mib, repeats, port):
+    import torch
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world)
+    data = torch.randn(mib * (1 << 20) // 4, device="cuda", dtype=torch.float32)
+    seconds = _time(lambda: dist.all_reduce(data), repeats)
+    # nccl-tests' bus bandwidth for all-reduce: algbw * 2 (n - 1) / n
+    size = data.numel() * data.element_size()
+    busbw = size / seconds / 1e9 * 2 * (world - 1) / world
+    check = torch.ones(1, device="cuda")
+    dist.all_reduce(check)
+    if rank == 0:
+        assert int(check.item()) == world, "all-reduce gave a wrong sum"
+        import torch.cuda.nccl as nccl
+
+        _emit(
+            "allreduce_busbw",
+            busbw,
+            "GB/s",
+            mib=str(mib),
+            gpus=str(world),
+            nccl=".".join(map(str, nccl.version())),
+        )
+    dist.destroy_process_group()
+
+
+def allreduce(mib=1024, repeats=20):
+    import socket
+
+    import torch
+    import torch.multiprocessing as mp
+
+    world = torch.cuda.device_count()
+    if world < 2:
+        print(
+            json.dumps(
+                {
+                    "metric": "allreduce_busbw",
+                    "value": None,
+                    "unit": "GB/s",
+                    "labels": {},
+                    "skipped": f"needs 2 or more GPUs, found {world}",
+                }
+            )
+        )
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_allreduce_worker, args=(world, mib, repeats, port), nprocs=world)
+
+
+if __name__ == "__main__":
+    {"matmul": matmul, "memcpy": memcpy, "allreduce": allreduce}[sys.argv[1]]()
