@@ -20,11 +20,13 @@ class Event:
 
     @property
     def host(self) -> str | None:
-        return None
+        """The host column: the event's ``host_name`` field, where it has one."""
+        return getattr(self, "host_name", None)
 
     @property
     def run_id(self) -> str | None:
-        return None
+        """The step-run column: the event's ``run`` field, where it has one."""
+        return getattr(self, "run", None)
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,6 @@ class HostKeyAccepted(Event):
     fingerprint: str
     known_hosts: str
 
-    @property
-    def host(self) -> str | None:
-        return self.host_name
-
 
 @dataclass(frozen=True)
 class StepStarted(Event):
@@ -84,14 +82,6 @@ class StepStarted(Event):
     imported: bool = False
     redactions: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def host(self) -> str | None:
-        return self.host_name
-
-    @property
-    def run_id(self) -> str | None:
-        return self.run
-
 
 @dataclass(frozen=True)
 class OutputChunk(Event):
@@ -113,14 +103,6 @@ class OutputChunk(Event):
     t: float
     redactions: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def host(self) -> str | None:
-        return self.host_name
-
-    @property
-    def run_id(self) -> str | None:
-        return self.run
-
 
 @dataclass(frozen=True)
 class StepFinished(Event):
@@ -140,14 +122,6 @@ class StepFinished(Event):
     signal: str | None = None
     reason: str | None = None
 
-    @property
-    def host(self) -> str | None:
-        return self.host_name
-
-    @property
-    def run_id(self) -> str | None:
-        return self.run
-
 
 @dataclass(frozen=True)
 class NoteAdded(Event):
@@ -159,10 +133,6 @@ class NoteAdded(Event):
     author: str = ""
     tags: list[str] = field(default_factory=list)
     host_name: str | None = None
-
-    @property
-    def host(self) -> str | None:
-        return self.host_name
 
 
 @dataclass(frozen=True)
@@ -183,14 +153,6 @@ class PackagesSnapshotted(Event):
     seconds: float
     run: str | None = None
 
-    @property
-    def host(self) -> str | None:
-        return self.host_name
-
-    @property
-    def run_id(self) -> str | None:
-        return self.run
-
 
 @dataclass(frozen=True)
 class ProbeRecorded(Event):
@@ -209,14 +171,6 @@ class ProbeRecorded(Event):
     error: str | None = None
     run: str | None = None
 
-    @property
-    def host(self) -> str | None:
-        return self.host_name
-
-    @property
-    def run_id(self) -> str | None:
-        return self.run
-
 
 @dataclass(frozen=True)
 class ExpectationChecked(Event):
@@ -233,14 +187,6 @@ class ExpectationChecked(Event):
     reason: str | None = None
     probe: str | None = None
     run: str | None = None
-
-    @property
-    def host(self) -> str | None:
-        return self.host_name
-
-    @property
-    def run_id(self) -> str | None:
-        return self.run
 
 
 @dataclass(frozen=True)
@@ -266,10 +212,6 @@ class TranscriptImported(Event):
     sha256: str
     host_name: str
     commands: int
-
-    @property
-    def host(self) -> str | None:
-        return self.host_name
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import bisect
 import re
-import shlex
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from journal.pitfalls.base import Evidence, Run, Subject
+from journal.pitfalls.commands import shell_pieces
 
 T = TypeVar("T")
 
@@ -372,29 +372,13 @@ BENCH_MARKERS = re.compile(
 _REDIRECT = re.compile(r"^(?:\d*>>?|&>>?|\d*<|\d*>&\d*)(.*)$")
 
 
-def _pieces(command: str) -> list[list[str]]:
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:
-        tokens = command.split()
-    pieces: list[list[str]] = [[]]
-    for token in tokens:
-        if token and set(token) <= set(";&|"):
-            pieces.append([])
-        else:
-            pieces[-1].append(token)
-    return [p for p in pieces if p]
-
-
 def bench_key(command: str) -> str:
     """The benchmark command as a key: the piece that runs the benchmark, its program by base
     name (``python3.12`` → ``python``), its options sorted, and without redirections or the
     options that name output files, the server's address or log levels."""
     if len(command) > 20_000:
         command = command[:20_000]
-    pieces = _pieces(command)
+    pieces = shell_pieces(command)
     chosen = next((p for p in pieces if BENCH_MARKERS.search(" ".join(p))), None)
     if chosen is None:
         chosen = pieces[0] if pieces else []

@@ -131,7 +131,7 @@ class InstallRequest:
         return {r.key for r in self.packages}
 
 
-def _pieces(command: str) -> list[list[str]]:
+def shell_pieces(command: str) -> list[list[str]]:
     """The simple commands of a shell line, split at ``&&``, ``||``, ``;``, ``|``."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
@@ -158,7 +158,7 @@ def install_requests(command: str) -> list[InstallRequest]:
 @functools.lru_cache(maxsize=4096)
 def _install_requests(command: str) -> tuple[InstallRequest, ...]:
     found = []
-    for words in _pieces(command):
+    for words in shell_pieces(command):
         for i, word in enumerate(words):
             base = word.rsplit("/", 1)[-1]
             if base == "uv" and words[i + 1 : i + 3] == ["pip", "install"]:
