@@ -81,6 +81,7 @@ class StepStarted(Event):
     plan_run: str | None = None
     imported: bool = False
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    benchmark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,35 @@ class ExpectationChecked(Event):
 
 
 @dataclass(frozen=True)
+class MetricRecorded(Event):
+    """A measured figure: ``name`` (``output_token_throughput``), ``value`` in ``unit``
+    (``tok/s``), and ``labels`` saying what was measured where (``benchmark``, ``host``, and
+    any given with ``--label``, e.g. ``phase=before``, ``concurrency=1``).
+
+    ``source`` is ``parsed`` (read by the benchmark's parser from the output of step run
+    ``run``; ``line`` and ``text`` give the line it was read from), ``builtin`` (a built-in GPU
+    benchmark), ``manual`` (entered by hand with `journal record metric`, by ``author``) or
+    ``imported`` (read from an imported transcript). ``invalid`` says why the figure cannot be
+    trusted (failed requests, wrong values, a failed run), else None.
+    """
+
+    type: ClassVar[str] = "MetricRecorded"
+
+    name: str
+    value: float
+    unit: str | None
+    labels: dict[str, str]
+    source: str
+    host_name: str | None = None
+    run: str | None = None
+    benchmark: str | None = None
+    line: int | None = None
+    text: str | None = None
+    invalid: str | None = None
+    author: str = ""
+
+
+@dataclass(frozen=True)
 class PitfallAcknowledged(Event):
     """Someone looked at a finding and acknowledged it, with a note (why it is fine, or what
     was done). ``finding`` is a finding's key (``noop-install:RUN``) or a pitfall id for all."""
@@ -226,6 +256,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PackagesSnapshotted,
         ProbeRecorded,
         ExpectationChecked,
+        MetricRecorded,
         PitfallAcknowledged,
         TranscriptImported,
     )

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from journal.benchmarks import BenchmarkSpec
+from journal.benchmarks import specs_from_runbook as benchmark_specs
 from journal.errors import BadInput
 from journal.probes import ProbeSpec, specs_from_runbook
 
@@ -86,7 +88,7 @@ class Runbook:
     steps: list[Step]
     redact: list[str] = field(default_factory=list)
     probes: dict[str, ProbeSpec] = field(default_factory=dict)
-    benchmarks: dict[str, Any] = field(default_factory=dict)
+    benchmarks: dict[str, BenchmarkSpec] = field(default_factory=dict)
     text: str = ""
 
     @property
@@ -99,6 +101,18 @@ class Runbook:
             if step.name == name:
                 return step
         raise BadInput(f"{self.path}: no step named {name!r}{suggest(name, self.plan)}")
+
+    def benchmark(self, name: str) -> BenchmarkSpec:
+        """The benchmark called ``name``; an unknown name suggests the closest."""
+        if name in self.benchmarks:
+            return self.benchmarks[name]
+        known = list(self.benchmarks)
+        if not known:
+            raise BadInput(
+                f"{self.path}: no benchmark named {name!r}: the runbook has no [benchmarks.NAME] "
+                'table (run = "..." with parser = "sglang", or builtin = "matmul")'
+            )
+        raise BadInput(f"{self.path}: no benchmark named {name!r}{suggest(name, known)}")
 
     def host(self, name: str) -> Host:
         """The host called ``name``; an unknown name suggests the closest."""
@@ -296,7 +310,16 @@ def parse(text: str, path: Path) -> Runbook:
                     f"steps[{index}].probes",
                     f"no probe named {probe!r}{suggest(probe, list(probes))}",
                 )
-    benchmarks = check.table(data.get("benchmarks", {}), "benchmarks")
+    benchmarks = benchmark_specs(
+        check.table(data.get("benchmarks", {}), "benchmarks"), list(hosts), check.fail
+    )
+    for bench in benchmarks:
+        if bench in {s.name for s in steps}:
+            raise check.fail(
+                f"benchmarks.{bench}",
+                f"a step is also named {bench!r}: give the benchmark its own name, so the "
+                "timeline and `journal status` can tell them apart",
+            )
     return Runbook(path, name, hosts, steps, redact, probes, benchmarks, text)
 
 

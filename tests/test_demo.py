@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from journal.events import OutputChunk, StepFinished, StepStarted
+from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.recorder import decode
 from journal.store import EventStore
 from tests.helpers import journal, text
@@ -22,7 +22,8 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
         assert store.verify().ok
     finally:
         store.close()
-    runs = {r.event.run: r.event.step for r in records if isinstance(r.event, StepStarted)}
+    started = [r.event for r in records if isinstance(r.event, StepStarted)]
+    runs = {e.run: e.step for e in started if e.benchmark is None and not e.imported}
     assert list(runs.values()) == [
         "backup-env",
         "install-torch",
@@ -32,9 +33,11 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
     ]
     out: dict[str, bytes] = dict.fromkeys(runs.values(), b"")
     for rec in records:
-        if isinstance(rec.event, OutputChunk):
+        if isinstance(rec.event, OutputChunk) and rec.event.run in runs:
             out[runs[rec.event.run]] += decode(rec.event)
-    statuses = [r.event.status for r in records if isinstance(r.event, StepFinished)]
+    statuses = [
+        r.event.status for r in records if isinstance(r.event, StepFinished) and r.event.run in runs
+    ]
     assert statuses == ["succeeded"] * 5
 
     # uv said it had nothing to do, and torch stayed on the old variant...
@@ -51,6 +54,26 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
     assert b"CUDA: 13.0" in out["verify-torch-again"]
     assert b"NCCL: (2, 28, 9)" in out["verify-torch-again"]
     assert b"torch==2.10.0+cu128" in out["backup-env"]
+
+    # Throughput before and after: the CPU benchmark measured for real around the plan, and
+    # the seed's GPU figures from the imported session.
+    benches = [e for e in started if e.benchmark == "cpu-matmul"]
+    assert [e.host_name for e in benches] == ["local", "local"]
+    figures = [r for r in records if isinstance(r.event, MetricRecorded)]
+    cpu = [r.event for r in figures if r.event.name == "matmul_mflops"]
+    assert [m.labels["phase"] for m in cpu] == ["before", "after"]
+    assert all(m.value > 0 and m.unit == "MFLOP/s" and m.source == "parsed" for m in cpu)
+    plan_seqs = [r.seq for r in records if isinstance(r.event, StepStarted) and r.event.run in runs]
+    cpu_seqs = [r.seq for r in figures if r.event.name == "matmul_mflops"]
+    assert cpu_seqs[0] < min(plan_seqs) and cpu_seqs[1] > max(plan_seqs)
+    gpu = [r.event for r in figures if r.event.name == "output_token_throughput"]
+    assert [(m.value, m.host_name, m.source) for m in gpu] == [
+        (90.0, "gpu-box", "imported"),
+        (54.1, "gpu-box", "imported"),
+        (96.1, "gpu-box", "imported"),
+    ]
+    tags = {tag for r in records if isinstance(r.event, NoteAdded) for tag in r.event.tags}
+    assert {"trigger", "root-cause", "lesson"} <= tags
 
     # A second run starts afresh in the same folder.
     again = journal("demo", str(folder))

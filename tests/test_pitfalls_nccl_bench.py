@@ -7,7 +7,7 @@ with SIGINT, or cut off by killing their sshd; and the H200 `torch-env` captures
 tests/data/h200 recorded as probe events. Transcripts of `^C`, `Killed` and a lost ssh
 connection are what a real pty, bash and OpenSSH client printed here.
 
-Benchmark output cannot be produced here (no GPU): tests/data/transcripts/bench-*.txt use the
+Benchmark output cannot be produced here (no GPU): tests/data/transcripts/bench-*.txt and journal/demo/gpu-session.txt use the
 exact summary formats of the tools' sources — sglang `python/sglang/bench_serving.py`
 (`benchmark()`: `"{:<40} {:<10}".format("Successful requests:", …)`, `"Output token throughput
 (tok/s):"` with `{:<10.2f}`, no failed-requests line), vLLM `vllm/benchmarks/serve.py` (adds
@@ -48,6 +48,8 @@ from tests.sshd import SshHome, SshServer
 
 DATA = Path(__file__).parent / "data"
 TRANSCRIPTS = DATA / "transcripts"
+#: The seed GPU session (bench_serving 90 → 54.1 → 96.1 tok/s); the demo imports it too.
+SEED_GPU_SESSION = Path(__file__).parents[1] / "journal" / "demo" / "gpu-session.txt"
 H200 = DATA / "h200"
 MINE = ("nccl-changed", "nccl-skew", "throughput-regression", "bench-invalid", "step-interrupted")
 
@@ -82,7 +84,11 @@ def test_the_demo_flags_reinstall_torch_with_nccl_changed_from_both_probes(tmp_p
     folder = tmp_path / "demo"
     result = journal("demo", str(folder))
     assert result.returncode == 0, text(result.stderr)
-    findings = pitfalls_json(folder / "journal.db", folder / "runbook.toml")
+    everything = pitfalls_json(folder / "journal.db", folder / "runbook.toml")
+    # The demo also imports the seed's GPU session (host gpu-box): judged on its own below.
+    findings = [f for f in everything if f["host"] == "local"]
+    gpu_box = {f["id"] for f in everything if f["host"] == "gpu-box"}
+    assert {"nccl-changed", "throughput-regression"} <= gpu_box, gpu_box
     by_step: dict[str, set[str]] = {}
     for f in findings:
         by_step.setdefault(f["step"], set()).add(f["id"])
@@ -100,8 +106,9 @@ def test_the_demo_flags_reinstall_torch_with_nccl_changed_from_both_probes(tmp_p
     assert any(t.startswith("nvidia-nccl-cu13 (absent) → 2.28.9") for t in texts), texts
     assert "NCCL: (2, 22, 3)" in texts and "NCCL: (2, 28, 9)" in texts
     assert all(isinstance(e["event"], int) for e in found["evidence"])
-    # The rest of the demo is clean of these pitfalls.
-    for pitfall in ("nccl-skew", "throughput-regression", "bench-invalid", "step-interrupted"):
+    # The rest of the demo is clean of these pitfalls (its CPU benchmark is a real
+    # measurement, before and after: a noisy machine may see it fall, so it is not judged here).
+    for pitfall in ("nccl-skew", "bench-invalid", "step-interrupted"):
         assert not of(findings, pitfall), of(findings, pitfall)
 
 
@@ -126,7 +133,7 @@ def test_nccl_tuning_variables_on_the_host_make_it_a_warning(tmp_path: Path) -> 
 
 
 def test_nccl_changed_in_a_transcript_names_the_install_and_the_exported_tuning() -> None:
-    path = TRANSCRIPTS / "bench-seed-upgrade.txt"
+    path = SEED_GPU_SESSION
     changed = of(lint_json(path), "nccl-changed")
     assert len(changed) == 1
     found = changed[0]
@@ -330,7 +337,7 @@ def test_nccl_skew_from_a_transcript() -> None:
 
 
 def test_the_seeds_throughput_fall_fires_once_and_the_recovery_does_not() -> None:
-    findings = lint_json(TRANSCRIPTS / "bench-seed-upgrade.txt")
+    findings = lint_json(SEED_GPU_SESSION)
     falls = of(findings, "throughput-regression")
     assert len(falls) == 1
     fall = falls[0]
@@ -349,7 +356,7 @@ def test_throughput_regression_in_a_journal_from_an_imported_transcript(tmp_path
     done = journal(
         "import",
         "transcript",
-        str(TRANSCRIPTS / "bench-seed-upgrade.txt"),
+        str(SEED_GPU_SESSION),
         "--host",
         "gpu-box",
         "--journal",
@@ -425,7 +432,7 @@ def test_vllm_failed_requests_and_throughput() -> None:
 
 
 def test_sglang_fewer_successful_requests_than_asked() -> None:
-    seed = (TRANSCRIPTS / "bench-seed-upgrade.txt").read_text()
+    seed = (SEED_GPU_SESSION).read_text()
     short = seed.replace(
         "Successful requests:                     32        ",
         "Successful requests:                     28        ",

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from journal import __version__
-from journal.cli import commands, pitfalls, serve
+from journal.cli import commands, metrics, pitfalls, serve
 from journal.cli.context import Context, default_db, default_runbook
 from journal.errors import BadInput
 
@@ -83,6 +83,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="to_step", metavar="NAME", help="stop after this step")
     _host_options(p)
 
+    p = command(
+        "bench", metrics.run_bench, "run a benchmark and record its figures", parent=run_sub
+    )
+    p.add_argument("name", help="a [benchmarks.NAME] of the runbook")
+    _label_option(p)
+    _host_options(p)
+    rec = sub.add_parser("record", help="record a figure measured elsewhere")
+    rec_sub = rec.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
+    rec_sub.required = True
+    p = command(
+        "metric",
+        metrics.record_metric,
+        "record a figure measured elsewhere (marked as entered by hand)",
+        parent=rec_sub,
+    )
+    p.add_argument("name", help="the metric, e.g. output_token_throughput")
+    p.add_argument("value", help="the figure, e.g. 96.1")
+    p.add_argument("--unit", help="e.g. tok/s, GB/s, ms")
+    p.add_argument("--host", help="the host it was measured on")
+    _label_option(p)
+
     p = command("note", commands.note, "add a note to the timeline")
     p.add_argument("text")
     p.add_argument("--tag", action="append", default=[], help="e.g. lesson, root-cause")
@@ -135,6 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")
     p.add_argument("dir", nargs="?", default="demo", help="folder for the demo (default: ./demo)")
     return parser
+
+
+def _label_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a label of the figures, e.g. phase=before or concurrency=1 (repeatable)",
+    )
 
 
 def _host_options(p: argparse.ArgumentParser) -> None:

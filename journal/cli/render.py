@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from journal.events import NoteAdded, OutputChunk, StepFinished, StepStarted
+from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
 from journal.probes.summary import summary
 from journal.projections.packages import change_text
@@ -13,6 +13,7 @@ from journal.projections.progress import HostState
 from journal.projections.timeline import (
     ExpectationView,
     HostKeyView,
+    MetricView,
     NoteView,
     ProbeView,
     StepRunView,
@@ -88,6 +89,8 @@ def timeline_text(timeline: Timeline) -> str:
         elif isinstance(item, NoteView):
             tags = f" [{', '.join(item.tags)}]" if item.tags else ""
             lines.append(f"{when(item.ts)}  note{tags}: {item.text}")
+        elif isinstance(item, MetricView):
+            lines.append(f"{when(item.ts)}  metric {metric_line(item)}")
         elif isinstance(item, HostKeyView):
             lines.append(
                 f"{when(item.ts)}  accepted the new host key of {item.host} ({item.target}): "
@@ -97,6 +100,24 @@ def timeline_text(timeline: Timeline) -> str:
 
 
 PAD = " " * 22
+
+
+def figure(value: float, unit: str | None) -> str:
+    """``96.10 tok/s``, ``4,251 GB/s``: two decimals below 1,000, none above."""
+    number = f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return f"{number} {unit}" if unit else number
+
+
+def metric_line(metric: MetricView) -> str:
+    """``output_token_throughput = 96.10 tok/s (benchmark=eagle3, phase=after) on gpu-box``."""
+    labels = ", ".join(f"{k}={v}" for k, v in metric.labels.items() if k != "host")
+    where = f" on {metric.host}" if metric.host else ""
+    how = " [entered by hand]" if metric.source == "manual" else ""
+    bad = f" [NOT TRUSTED: {metric.invalid}]" if metric.invalid else ""
+    return (
+        f"{metric.name} = {figure(metric.value, metric.unit)}"
+        f"{f' ({labels})' if labels else ''}{where}{how}{bad}"
+    )
 
 
 def probe_line(probe: ProbeView) -> str:
@@ -127,6 +148,7 @@ def run_details(run: StepRunView) -> list[str]:
         if probe.probe != "packages":
             lines.append(f"probe {probe.probe}: {probe_line(probe)}")
     lines.extend(expectation_line(e) for e in run.expectations)
+    lines.extend(f"metric {metric_line(m)}" for m in run.metrics)
     return lines
 
 
@@ -182,6 +204,10 @@ def event_text(rec: Recorded, runs: dict[str, tuple[str, str]]) -> bytes:
         return f"{when(rec.ts)}  <== {step} on {host}: {event.status}{code}{reason}\n".encode()
     if isinstance(event, NoteAdded):
         return f"{when(rec.ts)}  note: {event.text}\n".encode()
+    if isinstance(event, MetricRecorded):
+        value = figure(event.value, event.unit)
+        where = f" on {event.host_name}" if event.host_name else ""
+        return f"{when(rec.ts)}  metric {event.name} = {value}{where}\n".encode()
     return b""
 
 

@@ -17,10 +17,13 @@ from journal.cli import render
 from journal.cli.context import Context
 from journal.demo.wheels import build_indexes
 from journal.errors import BadInput
+from journal.events import NoteAdded
 from journal.projections.timeline import project, settle
-from journal.runbook import load
+from journal.runbook import Runbook, load
+from journal.service.bench import run_bench
+from journal.service.findings import import_transcript
 from journal.service.plan import run_plan
-from journal.service.steps import ensure_opened
+from journal.service.steps import Echo, ensure_opened, exit_status
 
 MARKER = ".journal-demo"
 
@@ -46,6 +49,15 @@ env = {{ UV_CACHE_DIR = "{root}/uv-cache", UV_NO_CONFIG = "1", UV_PYTHON_DOWNLOA
 [probes.torch-env]
 import_torch = true
 
+# A real measurement that needs no GPU: the target env's python multiplying matrices in pure
+# Python, run before the upgrade and after it (`--label phase=before` / `phase=after`).
+[benchmarks.cpu-matmul]
+run = '''{py} -c "{matmul}"'''
+parser = "regex"
+pattern = 'matmul n=\\d+: (?P<matmul_mflops>[0-9.]+) MFLOP/s'
+units = {{ matmul_mflops = "MFLOP/s" }}
+description = "pure-Python float matrix multiply, best of 5 (CPU only)"
+
 [[steps]]
 name = "backup-env"
 run = '''mkdir -p {root}/backup && {uv} pip freeze --python {py} > {root}/backup/requirements-before.txt && cat {root}/backup/requirements-before.txt'''
@@ -69,6 +81,43 @@ run = '''{verify}'''
 probes = ["torch-env"]
 expect = {{ "torch.version" = "*+cu130", "torch.cuda" = "13.0", "nccl" = ">=2.28", "packages.numpy" = "==2.4.1" }}
 """
+
+
+#: The CPU benchmark: best of five n x n matrix products in pure Python, in MFLOP/s.
+MATMUL = (
+    "import random, time; n = 80; r = random.Random(1); "
+    "a = [[r.random() for _ in range(n)] for _ in range(n)]; "
+    "b = [list(col) for col in zip(*[[r.random() for _ in range(n)] for _ in range(n)])]; "
+    "best = min((lambda t: (sum(sum(x * y for x, y in zip(row, col)) "
+    "for row in a for col in b), time.perf_counter() - t)[1])(time.perf_counter()) "
+    "for _ in range(5)); "
+    "print(f'matmul n={n}: {2 * n ** 3 / best / 1e6:.1f} MFLOP/s')"
+)
+
+#: Notes the demo adds, as the engineer of the seed's upgrade would have: (tags, text).
+NOTES = (
+    (
+        ["trigger"],
+        "EAGLE-3 speculative decoding needed sgl-kernel built for CUDA 13, which needs a "
+        "torch nightly for cu130 (demo note).",
+    ),
+    (
+        ["root-cause"],
+        "uv treated the installed torch 2.10.0+cu128 as satisfying `torch` and printed "
+        "'Checked 3 packages': the cu130 index was never used until --reinstall; and the old "
+        "sgl-kernel did not match the new torch, hence 54.1 tok/s (demo note).",
+    ),
+    (
+        ["lesson"],
+        "Verify the variant after every install (torch.__version__, torch.version.cuda, "
+        "NCCL): a zero exit status and 'Checked N packages' prove nothing (demo note).",
+    ),
+    (
+        ["lesson"],
+        "Reinstall the kernels (sgl-kernel, flashinfer) after swapping torch, and benchmark "
+        "before and after (demo note).",
+    ),
+)
 
 
 def find_uv() -> str:
@@ -123,11 +172,31 @@ def prepare(root: Path) -> Path:
         if done.returncode:
             raise BadInput(f"preparing the demo failed: {' '.join(cmd)}:\n{done.stderr}")
     text = RUNBOOK.format(
-        root=root, uv=uv, py=py, cu130=indexes["cu130"].as_uri(), verify=VERIFY.format(py=py)
+        root=root,
+        uv=uv,
+        py=py,
+        cu130=indexes["cu130"].as_uri(),
+        verify=VERIFY.format(py=py),
+        matmul=MATMUL,
     )
     path = root / "runbook.toml"
     path.write_text(text)
     return path
+
+
+def measure(ctx: Context, runbook: Runbook, phase: str) -> int:
+    """Run the CPU benchmark, its figures labelled with ``phase``."""
+    runs = run_bench(
+        ctx.store,
+        runbook,
+        runbook.benchmark("cpu-matmul"),
+        list(runbook.hosts.values()),
+        Echo(prefix=False),
+        {"phase": phase},
+    )
+    for bench in runs:
+        print(render.verdict(bench.run), file=sys.stderr)
+    return exit_status([b.run for b in runs])
 
 
 def run_demo(root: Path, ctx: Context) -> int:
@@ -137,7 +206,16 @@ def run_demo(root: Path, ctx: Context) -> int:
         ctx.db = str(root.resolve() / "journal.db")
     ctx.runbook_path = str(runbook.path)
     ensure_opened(ctx.store, runbook)
-    code = run_plan(ctx.store, runbook)
+    code = measure(ctx, runbook, "before")
+    code = run_plan(ctx.store, runbook) or code
+    code = measure(ctx, runbook, "after") or code
+    session = Path(__file__).with_name("gpu-session.txt")
+    count = import_transcript(ctx.store, runbook.name, session, "gpu-box", runbook.redact)
+    print(f"journal: imported {count} commands of the seed's GPU session ({session.name})")
+    ctx.store.append(
+        runbook.name,
+        [NoteAdded(text=text, author="journal demo", tags=tags) for tags, text in NOTES],
+    )
     timeline = settle(project(runbook.name, ctx.store.read(runbook.name)))
     print()
     print(render.timeline_text(timeline))

@@ -24,8 +24,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+# The summary lines are read by the same regexes as `journal run bench` reads them with.
+from journal.benchmarks.parsers import (
+    _NUMBER,  # noqa: F401 (importable from here, as before)
+    ALL_FAILED,
+    FAILED,
+    NCCL_BUSBW,
+    NCCL_OOB,
+    NUM_PROMPTS,
+    SERVING_LINE,
+    SERVING_METRICS,
+    SUCCESSFUL,
+    VLLM_THROUGHPUT,
+)
 from journal.pitfalls.base import Evidence, Run, Subject
 from journal.pitfalls.commands import shell_pieces
+from journal.projections.metrics import NOT_IDENTITY, higher_is_better
 
 T = TypeVar("T")
 
@@ -34,7 +48,7 @@ T = TypeVar("T")
 class Figure:
     """One measured figure: ``name`` (``output_token_throughput``), ``value``, ``unit``
     (``tok/s``), ``labels`` (what identifies the workload), the step run and event it came
-    from, and where known its host and the line that shows it."""
+    from, and where known its host, the line that shows it and why it cannot be trusted."""
 
     name: str
     value: float
@@ -45,50 +59,13 @@ class Figure:
     host: str | None = None
     evidence: Evidence | None = None
 
+    invalid: str | None = None  # why a recorded figure cannot be trusted
+
     @property
     def higher_is_better(self) -> bool:
         """Throughputs and bandwidths (a rate: ``…/s``); latencies and counts are not."""
-        unit = (self.unit or "").lower()
-        name = self.name.lower()
-        return (
-            unit.endswith("/s")
-            or "/s " in unit
-            or "per s" in unit
-            or any(w in name for w in ("throughput", "bandwidth", "busbw", "algbw", "per_s"))
-        )
+        return higher_is_better(self.name, self.unit)
 
-
-#: The throughput lines of the bench_serving / vllm bench serve summary: label -> (name, unit).
-SERVING_METRICS = {
-    "Request throughput (req/s)": ("request_throughput", "req/s"),
-    "Input token throughput (tok/s)": ("input_token_throughput", "tok/s"),
-    "Output token throughput (tok/s)": ("output_token_throughput", "tok/s"),
-    "Total token throughput (tok/s)": ("total_token_throughput", "tok/s"),
-    "Total Token throughput (tok/s)": ("total_token_throughput", "tok/s"),
-    "Total throughput (tok/s)": ("total_token_throughput", "tok/s"),
-}
-_NUMBER = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-SERVING_LINE = re.compile(
-    r"^[ \t#]*("
-    + "|".join(re.escape(k) for k in SERVING_METRICS)
-    + r"):[ \t]+"
-    + _NUMBER
-    + r"[ \t]*$",
-    re.M,
-)
-SUCCESSFUL = re.compile(r"^[ \t#]*Successful requests:[ \t]+(\d+)[ \t]*$", re.M)
-FAILED = re.compile(r"^[ \t#]*Failed requests:[ \t]+(\d+)[ \t]*$", re.M)
-ALL_FAILED = re.compile(r"All requests failed\. This is likely due to a misconfiguration")
-VLLM_THROUGHPUT = re.compile(
-    r"^[ \t]*Throughput: " + _NUMBER + r" requests/s, " + _NUMBER + r" (?:total )?tokens/s"
-    r"(?:, " + _NUMBER + r" output tokens/s)?",
-    re.M,
-)
-NCCL_BUSBW = re.compile(r"^[ \t]*#[ \t]*Avg bus bandwidth[ \t]*:[ \t]*" + _NUMBER, re.M)
-NCCL_OOB = re.compile(
-    r"^[ \t]*#[ \t]*Out of bounds values[ \t]*:[ \t]*(\d+)[ \t]+(OK|FAILED)", re.M
-)
-NUM_PROMPTS = re.compile(r"--num[-_]prompts?(?:=|\s+)(\d+)\b")
 
 #: Metric display names, for titles.
 DISPLAY = {
@@ -424,35 +401,15 @@ def bench_key(command: str) -> str:
 # --- every figure of a subject ---------------------------------------------------------------
 
 
-def _recorded(subject: Subject) -> list[Figure]:
-    found = []
-    for item in subject.metrics or []:
-        name = getattr(item, "name", None)
-        value = getattr(item, "value", None)
-        if not isinstance(name, str) or not isinstance(value, int | float):
-            continue
-        if isinstance(item, Figure):
-            found.append(item)
-        else:
-            labels: Any = getattr(item, "labels", None) or {}
-            found.append(
-                Figure(
-                    name,
-                    float(value),
-                    getattr(item, "unit", None),
-                    dict(labels) if isinstance(labels, dict) else {},
-                    getattr(item, "run", None),
-                    getattr(item, "event", None),
-                    getattr(item, "host", None),
-                )
-            )
-    return found
+def recorded_figures(subject: Subject) -> list[Figure]:
+    """The figures recorded as events (``MetricRecorded``, see pitfalls.subjects)."""
+    return [item for item in subject.metrics or [] if isinstance(item, Figure)]
 
 
 def figures(subject: Subject) -> Iterator[tuple[Figure, Block | None]]:
     """Every figure of the subject in order, with the summary it was read from (None for a
     recorded one). A run whose figures were recorded as events is not read again."""
-    recorded = _recorded(subject)
+    recorded = recorded_figures(subject)
     read = subject_blocks(subject)
     recorded_runs = {f.run for f in recorded if f.run}
     by_run: dict[str | None, list[Figure]] = {}
@@ -478,5 +435,7 @@ def _with_host(f: Figure, host: str) -> Figure:
 
 
 def figure_key(f: Figure) -> tuple[Any, ...]:
-    """What makes two figures comparable: the metric, its labels, the host."""
-    return (f.name, tuple(sorted((str(k), str(v)) for k, v in f.labels.items())), f.host)
+    """What makes two figures comparable: the metric, its labels but the phase (``before`` and
+    ``after`` measure one workload at two times), the host."""
+    labels = ((str(k), str(v)) for k, v in f.labels.items() if k not in NOT_IDENTITY)
+    return (f.name, tuple(sorted(labels)), f.host)

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from journal.pitfalls._bench import DISPLAY, PREFERENCE, subject_blocks
+from journal.pitfalls._bench import (
+    DISPLAY,
+    PREFERENCE,
+    Figure,
+    recorded_figures,
+    subject_blocks,
+)
 from journal.pitfalls.base import Finding, Subject, finding
 
 ID = "bench-invalid"
@@ -34,11 +40,13 @@ NCCL_ADVICE = (
 
 def detect(subject: Subject) -> Iterator[Finding]:
     read = subject_blocks(subject)
+    judged: set[str] = set()
     for run in subject.runs:
         for block in read[run.key]:
             problems = block.problems()
             if not problems:
                 continue
+            judged.add(run.key)
             tool = {
                 "bench_serving": "the serving benchmark's",
                 "vllm-throughput": "the throughput benchmark's",
@@ -69,3 +77,28 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 evidence,
                 run,
             )
+    yield from _recorded(subject, judged)
+
+
+def _recorded(subject: Subject, judged: set[str]) -> Iterator[Finding]:
+    """Figures recorded as untrusted by their benchmark's parser (a non-zero ``#wrong`` in an
+    nccl-tests table, failed requests) whose output the summaries above did not judge."""
+    runs = {run.key: run for run in subject.runs}
+    untrusted: dict[str | None, list[Figure]] = {}
+    for f in recorded_figures(subject):
+        if f.invalid and f.run not in judged:
+            untrusted.setdefault(f.run, []).append(f)
+    for run_key, found in untrusted.items():
+        run = runs.get(run_key) if run_key else None
+        shown = sorted(
+            found, key=lambda f: PREFERENCE.index(f.name) if f.name in PREFERENCE else 99
+        )[0]
+        unit = f" {shown.unit}" if shown.unit else ""
+        title = (
+            f"benchmark figures cannot be trusted: {shown.invalid} (it printed "
+            f"{DISPLAY.get(shown.name, shown.name)} {shown.value:,.2f}{unit})"
+        )
+        evidence = [run.command_evidence()] if run is not None else []
+        evidence += [f.evidence for f in found[:3] if f.evidence is not None]
+        advice = NCCL_ADVICE if "wrong" in (shown.invalid or "") else SERVING_ADVICE
+        yield finding(ID, "error", title, advice, evidence, run)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 
 from journal.events import OutputChunk
 from journal.mapper import Recorded
-from journal.pitfalls.base import Run, Segment, Subject
-from journal.projections.timeline import ProbeView, Timeline, project, settle
+from journal.pitfalls._bench import Figure
+from journal.pitfalls.base import Evidence, Run, Segment, Subject
+from journal.projections.timeline import MetricView, ProbeView, Timeline, project, settle
 from journal.recorder import decode
 from journal.transcript import parse, step_name
 
@@ -78,7 +80,31 @@ def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Ti
         )
         runs.append(run)
     runs.sort(key=lambda run: run.event or 0)  # standalone probes in their place in time
-    return Subject("journal", runs, journal), timeline
+    metrics = [_figure(m, segments.get(m.run or "", [])) for m in timeline.metrics]
+    return Subject("journal", runs, journal, metrics=metrics), timeline
+
+
+def _figure(metric: MetricView, segments: list[Segment]) -> Figure:
+    """A recorded figure as detectors read it, its evidence the output line it was read from
+    (or the figure itself, for one entered by hand)."""
+    if metric.text is not None and metric.line is not None:
+        starts = [s.first_line for s in segments]
+        at = bisect.bisect_right(starts, metric.line) - 1
+        event = segments[at].event if at >= 0 else metric.seq
+        evidence = Evidence(metric.text, metric.line, event, metric.run)
+    else:
+        evidence = None
+    return Figure(
+        metric.name,
+        metric.value,
+        metric.unit,
+        dict(metric.labels),
+        metric.run,
+        metric.seq,
+        metric.host,
+        evidence,
+        metric.invalid,
+    )
 
 
 def from_transcript(text: str, name: str = "", host: str | None = None) -> Subject:

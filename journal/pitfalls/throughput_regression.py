@@ -60,7 +60,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
     for f, block in figures(subject):
         if not f.higher_is_better or f.value != f.value:  # NaN
             continue
-        if block is not None and _untrusted(block):
+        if f.invalid or (block is not None and _untrusted(block)):
             continue
         key = figure_key(f)
         before = latest.get(key)

@@ -15,6 +15,7 @@ from journal.events import (
     ExpectationChecked,
     HostKeyAccepted,
     JournalOpened,
+    MetricRecorded,
     NoteAdded,
     OutputChunk,
     PackagesSnapshotted,
@@ -57,6 +58,30 @@ class ProbeView:
 
 
 @dataclass
+class MetricView:
+    """A figure recorded on the timeline: by a benchmark run, by hand, or from a transcript."""
+
+    seq: int
+    ts: str
+    name: str
+    value: float
+    unit: str | None
+    labels: dict[str, str]
+    source: str
+    host: str | None
+    run: str | None
+    benchmark: str | None
+    line: int | None
+    text: str | None
+    invalid: str | None
+    author: str
+
+    @property
+    def phase(self) -> str | None:
+        return self.labels.get("phase")
+
+
+@dataclass
 class StepRunView:
     """One step on one host: what ran, how it ended, how much it printed."""
 
@@ -74,6 +99,7 @@ class StepRunView:
     plan_run: str | None
     imported: bool
     redactions: list[dict[str, Any]]
+    benchmark: str | None = None
     status: str = "unfinished"
     exit_code: int | None = None
     duration: float | None = None
@@ -86,6 +112,7 @@ class StepRunView:
     snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
     probes: list[ProbeView] = field(default_factory=list)
     expectations: list[ExpectationView] = field(default_factory=list)
+    metrics: list[MetricView] = field(default_factory=list)
     _diff: tuple[tuple[int, int], PackageDiff] | None = field(
         default=None, repr=False, compare=False
     )
@@ -129,7 +156,7 @@ class HostKeyView:
     fingerprint: str
 
 
-TimelineItem = StepRunView | NoteView | HostKeyView | ProbeView
+TimelineItem = StepRunView | NoteView | HostKeyView | ProbeView | MetricView
 
 
 @dataclass
@@ -145,6 +172,8 @@ class Timeline:
     latest_probes: dict[str, dict[str, ProbeView]] = field(default_factory=dict)
     #: the latest package snapshot of each host
     latest_packages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: every figure recorded, in order (those of step runs are also in the run's view)
+    metrics: list[MetricView] = field(default_factory=list)
     events: int = 0
     last_ts: str | None = None
 
@@ -179,6 +208,7 @@ def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
         plan_run=event.plan_run,
         imported=event.imported,
         redactions=list(event.redactions),
+        benchmark=event.benchmark,
     )
     state.runs[event.run] = view
     state.items.append(view)
@@ -264,6 +294,32 @@ def _(event: ExpectationChecked, rec: Recorded, state: Timeline) -> None:
             if isinstance(item, ProbeView) and item.host == event.host_name:
                 item.expectations.append(check)
                 break
+
+
+@apply.register
+def _(event: MetricRecorded, rec: Recorded, state: Timeline) -> None:
+    metric = MetricView(
+        rec.seq,
+        rec.ts,
+        event.name,
+        event.value,
+        event.unit,
+        dict(event.labels),
+        event.source,
+        event.host_name,
+        event.run,
+        event.benchmark,
+        event.line,
+        event.text,
+        event.invalid,
+        event.author,
+    )
+    state.metrics.append(metric)
+    view = state.runs.get(event.run) if event.run else None
+    if view is not None:
+        view.metrics.append(metric)
+    else:
+        state.items.append(metric)
 
 
 @apply.register

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from journal.errors import BadInput
 from journal.events import (
+    MetricRecorded,
     OutputChunk,
     PitfallAcknowledged,
     StepFinished,
@@ -102,8 +103,10 @@ def import_transcript(
             )
         )
         output = "\n".join(command.output)
+        figures = []
         if output:
             data, redactions = redactor.bytes((output + "\n").encode(), "stdout")
+            figures = _figures(shown, data.decode("utf-8", "replace"), host, run)
             body, encoding = encode(data)
             batch.append(
                 OutputChunk(
@@ -117,6 +120,7 @@ def import_transcript(
                     redactions=redactions,
                 )
             )
+        batch.extend(figures)
         batch.append(
             StepFinished(
                 run=run,
@@ -129,3 +133,40 @@ def import_transcript(
         )
     store.append(journal, batch)
     return len(commands)
+
+
+def _figures(command: str, output: str, host: str, run: str) -> list[MetricRecorded]:
+    """The figures of a pasted benchmark's output, labelled with its command (options that
+    only name output files or the server's address left out, so reruns share a series)."""
+    from journal.benchmarks import guess_parser
+    from journal.benchmarks.parsers import parse
+    from journal.pitfalls._bench import bench_key
+    from journal.service.bench import figures_of
+
+    parser = guess_parser(command, output)
+    if parser is None:
+        return []
+    result = parse(parser, output, command=command)
+    key = bench_key(command)
+    return figures_of(
+        result,
+        source="imported",
+        host=host,
+        run=run,
+        benchmark=None,
+        labels={"benchmark": _program(key), "command": key},
+    )
+
+
+def _program(key: str) -> str:
+    """A benchmark's short name from its key: ``sglang.bench_serving`` for ``python -m
+    sglang.bench_serving --backend …``, ``vllm bench serve``, ``all_reduce_perf``."""
+    words = []
+    for word in key.split():
+        if "=" in word and not words:
+            continue  # VAR=value before the program
+        if word.startswith("--") or (word.startswith("-") and word != "-m"):
+            break
+        words.append(word)
+    text = " ".join(w for w in words if w != "python").replace("-m ", "")
+    return text[:60] or "benchmark"

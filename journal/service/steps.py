@@ -34,6 +34,18 @@ def new_run_id() -> str:
 
 
 @dataclass(frozen=True)
+class Measure:
+    """What makes a step run a benchmark run (`journal run bench`): the benchmark's name, the
+    command sent to a host and the one recorded (a built-in's script is not written out), and
+    ``read(run_id, host, outcome, redactor)``, which records the figures of the output and
+    gives the outcome to record (a run whose output holds no figure has failed)."""
+
+    benchmark: str
+    command: Callable[[Host], tuple[str, str]]
+    read: Callable[[str, Host, Outcome, Redactor], Outcome]
+
+
+@dataclass(frozen=True)
 class StepRun:
     """One step on one host, as it ended."""
 
@@ -123,12 +135,13 @@ def run_step(
     *,
     accept_new_host_key: bool = False,
     plan_run: str | None = None,
+    measure: Measure | None = None,
 ) -> list[StepRun]:
     """Run ``step`` on every host in parallel; Ctrl-C stops them all and records it."""
     return on_hosts(
         hosts,
         lambda host, cancel: _run_on_host(
-            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run
+            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run, measure
         ),
     )
 
@@ -181,12 +194,14 @@ def _run_on_host(
     cancel: threading.Event,
     accept_new_host_key: bool,
     plan_run: str | None,
+    measure: Measure | None = None,
 ) -> StepRun:
     journal = runbook.name
     run_id = new_run_id()
     env = {**host.env, **step.env}
     redactor = Redactor.for_run(runbook.redact, env)
-    command, found = redactor.text(step.run, "command")
+    sent, shown = measure.command(host) if measure else (step.run, step.run)
+    command, found = redactor.text(shown, "command")
     shown_env, more = redactor.env(env, "env")
     transport = transport_for(host, accept_new_host_key=accept_new_host_key)
     store.append(
@@ -205,6 +220,7 @@ def _run_on_host(
                 machine=socket.gethostname(),
                 plan_run=plan_run,
                 redactions=found + more,
+                benchmark=measure.benchmark if measure else None,
             )
         ],
     )
@@ -255,11 +271,11 @@ def _run_on_host(
             redactor,
             echo.for_host(host.name),
         )
-        outcome = transport.run(
-            step.run, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id
-        )
+        outcome = transport.run(sent, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id)
         recorder.close()
         echo.flush_host(host.name)
+        if measure is not None:
+            outcome = measure.read(run_id, host, outcome, redactor)
         if outcome.status in ("succeeded", "failed") and outcome.exit_code is not None:
             failed = _after_step(checks, step, outcome, run_id, before)
             if failed and outcome.ok:
@@ -333,7 +349,8 @@ def connect(transport: Any, host: Host, append: Callable[[list[Any]], None]) -> 
 
 def exit_status(runs: list[StepRun]) -> int:
     """0 when every host succeeded; else the first failure's own exit status (or 124 for a
-    timeout, 130 for Ctrl-C, 255 when the host could not be reached, as ssh does)."""
+    timeout, 130 for Ctrl-C, 255 when the host could not be reached, as ssh does, 1 when the
+    command exited 0 but failed its expectations or printed no figure)."""
     for run in runs:
         outcome = run.outcome
         if outcome.ok:
@@ -342,8 +359,8 @@ def exit_status(runs: list[StepRun]) -> int:
             return 130
         if outcome.status == "timed-out":
             return 124
-        if outcome.exit_code == 0 and run.failed_expectations:
-            return 1
+        if outcome.exit_code == 0:
+            return 1  # the command succeeded; its expectations (or figures) did not
         if outcome.exit_code:
             return outcome.exit_code
         return 255

@@ -166,6 +166,7 @@ class _Batch:
         tl.runs = dict(old.runs)
         tl.latest_probes = {host: dict(probes) for host, probes in old.latest_probes.items()}
         tl.latest_packages = dict(old.latest_packages)
+        tl.metrics = list(old.metrics)
         self.timeline = tl
         self.owned: set[int] = set()  # ids of the views this batch made or copied
         self._position = position
@@ -179,6 +180,7 @@ class _Batch:
         mine.bytes, mine.lines = dict(view.bytes), dict(view.lines)
         mine.snapshots = dict(view.snapshots)
         mine.probes, mine.expectations = list(view.probes), list(view.expectations)
+        mine.metrics = list(view.metrics)
         self.timeline.runs[run] = mine
         self.timeline.items[self._position[run]] = mine
         self.owned.add(id(mine))

@@ -92,17 +92,7 @@ def allreduce(mib=1024, repeats=20):
 
     world = torch.cuda.device_count()
     if world < 2:
-        print(
-            json.dumps(
-                {
-                    "metric": "allreduce_busbw",
-                    "value": None,
-                    "unit": "GB/s",
-                    "labels": {},
-                    "skipped": f"needs 2 or more GPUs, found {world}",
-                }
-            )
-        )
+        _skip("allreduce", f"needs 2 or more GPUs, found {world}")
         return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -110,5 +100,21 @@ def allreduce(mib=1024, repeats=20):
     mp.spawn(_allreduce_worker, args=(world, mib, repeats, port), nprocs=world)
 
 
+METRICS = {"matmul": "matmul_bf16", "memcpy": "memcpy_d2d", "allreduce": "allreduce_busbw"}
+
+
+def _skip(name, why):
+    print(json.dumps({"metric": METRICS[name], "value": None, "labels": {}, "skipped": why}))
+
+
 if __name__ == "__main__":
-    {"matmul": matmul, "memcpy": memcpy, "allreduce": allreduce}[sys.argv[1]]()
+    which = sys.argv[1]
+    try:
+        import torch
+    except ImportError as exc:
+        _skip(which, f"torch cannot be imported by {sys.executable}: {exc}")
+        sys.exit(0)
+    if not torch.cuda.is_available():
+        _skip(which, f"no CUDA device: torch {torch.__version__} sees none")
+        sys.exit(0)
+    {"matmul": matmul, "memcpy": memcpy, "allreduce": allreduce}[which]()

@@ -1,0 +1,102 @@
+"""`journal run bench` and `journal record metric`: figures, and how each compares."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from journal.cli import render
+from journal.cli.context import Context
+from journal.errors import BadInput
+from journal.projections.timeline import MetricView, Timeline
+
+
+def labels_of(values: list[str]) -> dict[str, str]:
+    """``--label k=v`` options as a dict; bad input names the option."""
+    from journal.benchmarks import parse_label
+
+    labels: dict[str, str] = {}
+    for text in values:
+        try:
+            key, value = parse_label(text)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+        labels[key] = value
+    return labels
+
+
+def run_bench(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    spec = runbook.benchmark(args.name)
+    labels = labels_of(args.label)
+    if args.host:
+        hosts = [runbook.host(h) for h in dict.fromkeys(args.host)]
+    elif spec.hosts and not args.all_hosts:
+        hosts = [runbook.hosts[h] for h in spec.hosts]
+    else:
+        hosts = list(runbook.hosts.values())
+    from journal.service.bench import run_bench as run_bench_service
+    from journal.service.steps import Echo, ensure_opened, exit_status
+
+    ensure_opened(ctx.store, runbook)
+    runs = run_bench_service(
+        ctx.store,
+        runbook,
+        spec,
+        hosts,
+        Echo(prefix=len(hosts) > 1),
+        labels,
+        accept_new_host_key=args.accept_new_host_key,
+    )
+    timeline, comparisons = _comparisons(ctx, runbook.name)
+    for bench in runs:
+        print(render.verdict(bench.run), file=sys.stderr)
+        view = timeline.runs.get(bench.run.run_id)
+        for metric in view.metrics if view else []:
+            print(f"journal:   {_line(metric, comparisons)}", file=sys.stderr)
+        for skipped in bench.skipped:
+            print(f"journal:   skipped: {skipped}", file=sys.stderr)
+    from journal.cli.commands import say_findings
+
+    say_findings(ctx.store, runbook.name, [b.run.run_id for b in runs])
+    if len(runs) < len(hosts):
+        return 130
+    return exit_status([b.run for b in runs])
+
+
+def record_metric(ctx: Context, args: argparse.Namespace) -> int:
+    journal = ctx.journal()
+    labels = labels_of(args.label)
+    if args.host and ctx.has_runbook():
+        ctx.runbook.host(args.host)
+    from journal.service.bench import record_metric as record
+
+    record(ctx.store, journal, args.name, args.value, args.unit, labels, args.host)
+    timeline, comparisons = _comparisons(ctx, journal)
+    print(f"recorded in {journal}: {_line(timeline.metrics[-1], comparisons)}")
+    return 0
+
+
+def _comparisons(ctx: Context, journal: str) -> tuple[Timeline, dict[int, str]]:
+    """The timeline, and for each figure's event how it compares with the figure before it
+    in its series."""
+    from journal.projections.metrics import all_series, change_steps, changes
+    from journal.projections.timeline import project
+
+    timeline = project(journal, ctx.store.read(journal))
+    steps = change_steps(timeline)
+    found = {}
+    for series in all_series(timeline):
+        for change in changes(series, steps):
+            percent = change.percent
+            shown = "" if percent is None else f"{percent:+.1f}% "
+            found[change.after.seq] = (
+                f"{shown}against {render.figure(change.before.value, change.before.unit)} "
+                f"({change.between})"
+            )
+    return timeline, found
+
+
+def _line(metric: MetricView, comparisons: dict[int, str]) -> str:
+    compared = comparisons.get(metric.seq)
+    return render.metric_line(metric) + (f": {compared}" if compared else "")

@@ -1,0 +1,177 @@
+"""Metrics over the timeline: each figure's series, and its figures paired before and after.
+
+A series is one metric of one workload on one host: the figures of the same ``name``, host
+and labels, the ``phase`` label aside (``phase=before`` and ``phase=after`` are the same
+workload measured at two times). Consecutive figures of a series are paired; a pair says
+what lies between them: another ``phase``, or the step runs done on that host in between
+(``steps``), or nothing (``repeat``: the benchmark run again). Figures that cannot be trusted
+(``invalid``) are shown but never paired.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from journal.projections.timeline import MetricView, StepRunView, Timeline
+
+#: Labels that do not make a workload: when (phase) and where (host, a column of its own).
+NOT_IDENTITY = frozenset({"phase", "host"})
+
+
+def higher_is_better(name: str, unit: str | None) -> bool:
+    """Throughputs and bandwidths (a rate, ``…/s``) are better higher; latencies, counts and
+    sizes are not."""
+    unit = (unit or "").lower()
+    name = name.lower()
+    return (
+        unit.endswith("/s")
+        or "/s " in unit
+        or "per s" in unit
+        or any(w in name for w in ("throughput", "bandwidth", "busbw", "algbw", "per_s", "flops"))
+    )
+
+
+def series_key(point: MetricView) -> tuple[Any, ...]:
+    """What makes two figures comparable: the metric, its host, its labels but ``phase``."""
+    labels = tuple(sorted((k, v) for k, v in point.labels.items() if k not in NOT_IDENTITY))
+    return (point.name, point.host or "", labels)
+
+
+@dataclass
+class Series:
+    """One metric of one workload on one host, its figures in order."""
+
+    name: str
+    unit: str | None
+    host: str | None
+    labels: dict[str, str]
+    points: list[MetricView] = field(default_factory=list)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return higher_is_better(self.name, self.unit)
+
+    @property
+    def title(self) -> str:
+        """``output_token_throughput (benchmark=eagle3-c1, concurrency=1) on gpu-box``."""
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
+        where = f" on {self.host}" if self.host else ""
+        return f"{self.name}{f' ({labels})' if labels else ''}{where}"
+
+    @property
+    def slug(self) -> str:
+        """A stable id for anchors and file names."""
+        import hashlib
+
+        digest = hashlib.sha1(repr(series_key(self.points[0])).encode()).hexdigest()[:8]
+        return f"{self.name}-{digest}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """Two consecutive trusted figures of a series and what lies between them."""
+
+    before: MetricView
+    after: MetricView
+    basis: str  # "phase", "steps" or "repeat"
+    steps: tuple[str, ...] = ()
+    higher_is_better: bool = True
+
+    @property
+    def delta(self) -> float:
+        return self.after.value - self.before.value
+
+    @property
+    def percent(self) -> float | None:
+        """The change in percent of the earlier figure (None when that is 0)."""
+        if self.before.value == 0:
+            return None
+        return self.delta / abs(self.before.value) * 100.0
+
+    @property
+    def better(self) -> bool | None:
+        """Whether the later figure is the better one (None when equal)."""
+        if self.delta == 0:
+            return None
+        return (self.delta > 0) == self.higher_is_better
+
+    @property
+    def between(self) -> str:
+        """What lies between the two figures, for a table: ``phase before → after``, the steps
+        run in between, or ``run again``."""
+        if self.basis == "phase":
+            return f"phase {self.before.phase or '—'} → {self.after.phase or '—'}"
+        if self.basis == "steps":
+            shown = ", ".join(self.steps[:4])
+            more = len(self.steps) - 4
+            return shown + (f" and {more} more" if more > 0 else "")
+        return "run again"
+
+
+def percent_change(before: float, after: float) -> float | None:
+    """``(after - before) / before`` in percent: 90 → 54.1 is −39.9, 54.1 → 96.1 is +77.6."""
+    if before == 0:
+        return None
+    return (after - before) / abs(before) * 100.0
+
+
+def all_series(timeline: Timeline) -> list[Series]:
+    """Every series of the journal, in the order of their first figure."""
+    found: dict[tuple[Any, ...], Series] = {}
+    for point in timeline.metrics:
+        key = series_key(point)
+        series = found.get(key)
+        if series is None:
+            labels = {k: v for k, v in point.labels.items() if k not in NOT_IDENTITY}
+            series = found[key] = Series(point.name, point.unit, point.host, labels)
+        series.points.append(point)
+    return list(found.values())
+
+
+def change_steps(timeline: Timeline) -> list[StepRunView]:
+    """The step runs that may change a figure: every run but the benchmarks' own (a run that
+    recorded figures, or a `journal run bench`)."""
+    return [run for run in timeline.step_runs() if run.benchmark is None and not run.metrics]
+
+
+def _trusted(series: Series) -> list[MetricView]:
+    return [p for p in series.points if p.invalid is None and p.value == p.value]  # not NaN
+
+
+def pair(series: Series, before: MetricView, after: MetricView, steps: list[StepRunView]) -> Change:
+    """Two figures of ``series`` and what lies between them (a phase, steps, or nothing)."""
+    between = tuple(
+        dict.fromkeys(
+            run.step
+            for run in steps
+            if before.seq < run.seq < after.seq and (series.host is None or run.host == series.host)
+        )
+    )
+    if before.phase != after.phase and (before.phase or after.phase):
+        basis = "phase"
+    elif between:
+        basis = "steps"
+    else:
+        basis = "repeat"
+    return Change(before, after, basis, between, series.higher_is_better)
+
+
+def changes(series: Series, steps: list[StepRunView]) -> list[Change]:
+    """The consecutive trusted figures of ``series``, paired."""
+    trusted = _trusted(series)
+    return [pair(series, a, b, steps) for a, b in zip(trusted, trusted[1:], strict=False)]
+
+
+def before_after(series: Series, steps: list[StepRunView]) -> Change | None:
+    """The series' figure before the upgrade against its latest: the first trusted figure (the
+    last labelled ``phase=before`` where there are such) against the last one."""
+    trusted = _trusted(series)
+    if len(trusted) < 2:
+        return None
+    labelled = [p for p in trusted if p.phase == "before"]
+    first = labelled[-1] if labelled else trusted[0]
+    last = trusted[-1]
+    if last.seq <= first.seq:
+        return None
+    return pair(series, first, last, steps)
