@@ -35,3 +35,51 @@ def test_allreduce_needs_two_gpus_and_says_so_with_one() -> None:
     two = figures("h200x2.txt")["allreduce_busbw"]
     assert two["labels"] == {"mib": "1024", "gpus": "2", "nccl": "2.28.9"}
     assert 50 < two["value"] < 900  # NVLink-class bus bandwidth, GB/s
+
+
+def test_journal_run_bench_on_an_h200_recorded_the_builtin_figures(tmp_path) -> None:
+    # journal-h200.db is the journal that `journal run bench` wrote on a lent H200 host
+    # (journal-capture.sh): matmul and memcpy before and after a step, allreduce on one GPU.
+    import shutil
+
+    from journal.events import MetricRecorded, StepFinished, StepStarted
+    from journal.store import EventStore
+    from tests.helpers import journal
+
+    db = tmp_path / "h200.db"
+    shutil.copy(BENCH / "journal-h200.db", db)
+    store = EventStore(str(db))
+    try:
+        assert store.verify().ok
+        records = list(store.read("h200-bench"))
+    finally:
+        store.close()
+    figures = [
+        (r.event.name, r.event.value, r.event.unit, r.event.labels["phase"], r.event.source)
+        for r in records
+        if isinstance(r.event, MetricRecorded)
+    ]
+    assert figures == [
+        ("matmul_bf16", 795.899, "TFLOP/s", "before", "builtin"),
+        ("memcpy_d2d", 4266.705, "GB/s", "before", "builtin"),
+        ("matmul_bf16", 787.453, "TFLOP/s", "after", "builtin"),
+        ("memcpy_d2d", 4197.747, "GB/s", "after", "builtin"),
+    ]
+    benches = {r.event.run: r.event.benchmark for r in records if isinstance(r.event, StepStarted)}
+    ended = {
+        benches[r.event.run]: (r.event.status, r.event.reason)
+        for r in records
+        if isinstance(r.event, StepFinished)
+    }
+    assert ended["allreduce"] == ("failed", "allreduce_busbw: needs 2 or more GPUs, found 1")
+
+    # The postmortem made there and the one made here from the same record agree.
+    made = journal("--db", str(db), "export", "postmortem", "--format", "json")
+    assert made.returncode == 0, made.stderr.decode()
+    here = json.loads(made.stdout)
+    there = json.loads((BENCH / "journal-h200-postmortem.json").read_text())
+    assert here["impact"] == there["impact"]
+    changes = {row["metric"]: row["overall"]["percent"] for row in here["impact"]["throughput"]}
+    assert changes == {"matmul_bf16": -1.1, "memcpy_d2d": -1.6}
+    # The image's system NCCL is 2.28.3 while torch loads its wheel's 2.28.9.
+    assert [p["id"] for p in here["pitfalls"]] == ["nccl-skew"]

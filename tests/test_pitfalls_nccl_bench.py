@@ -7,15 +7,15 @@ with SIGINT, or cut off by killing their sshd; and the H200 `torch-env` captures
 tests/data/h200 recorded as probe events. Transcripts of `^C`, `Killed` and a lost ssh
 connection are what a real pty, bash and OpenSSH client printed here.
 
-Benchmark output cannot be produced here (no GPU): tests/data/transcripts/bench-*.txt and journal/demo/gpu-session.txt use the
-exact summary formats of the tools' sources — sglang `python/sglang/bench_serving.py`
-(`benchmark()`: `"{:<40} {:<10}".format("Successful requests:", …)`, `"Output token throughput
-(tok/s):"` with `{:<10.2f}`, no failed-requests line), vLLM `vllm/benchmarks/serve.py` (adds
-`"Failed requests:"`) and `vllm bench throughput` (`Throughput: X requests/s, Y total tokens/s,
-Z output tokens/s`), and NVIDIA/nccl-tests `src/common.cu` (`Reporter` table rows,
-`"# Out of bounds values : %d %s"` with OK/FAILED, `"# Avg bus bandwidth    : %g %s"`) — with
-the seed's figures: EAGLE-3 at 90 tok/s, 54.1 tok/s after the first upgrade (-39.9%), 96.1 tok/s
-after the kernels matched (+77.6%).
+Benchmark output cannot be produced here (no GPU): tests/data/transcripts/bench-*.txt and
+journal/demo/gpu-session.txt use the exact summary formats of the tools' sources — sglang
+`python/sglang/bench_serving.py` (`benchmark()`: `"{:<40} {:<10}".format("Successful requests:",
+…)`, `"Output token throughput (tok/s):"` with `{:<10.2f}`, no failed-requests line), vLLM
+`vllm/benchmarks/serve.py` (adds `"Failed requests:"`) and `vllm bench throughput` (`Throughput: X
+requests/s, Y total tokens/s, Z output tokens/s`), and NVIDIA/nccl-tests `src/common.cu`
+(`Reporter` table rows, `"# Out of bounds values : %d %s"` with OK/FAILED, `"# Avg bus bandwidth :
+%g %s"`) — with the seed's figures: EAGLE-3 at 90 tok/s, 54.1 tok/s after the first upgrade
+(-39.9%), 96.1 tok/s after the kernels matched (+77.6%).
 """
 
 from __future__ import annotations

@@ -190,14 +190,16 @@ def test_journals_page_lists_each_journal_with_progress_and_open_findings(
 def test_timeline_shows_runs_in_order_with_status_duration_exit_and_finding_badges(
     demo: Path, demo_client: FlaskClient
 ) -> None:
-    html = page(demo_client, f"/j/{DEMO}")
+    html = page(demo_client, f"/j/{DEMO}?host=local")
     steps = re.findall(r'<a class="step" href="/j/[^"]+/run/(\w+)">([\w-]+)</a>', html)
     assert [s for _, s in steps] == [
+        "cpu-matmul",  # the demo's CPU benchmark, before the plan and after it
         "backup-env",
         "install-torch",
         "verify-torch",
         "reinstall-torch",
         "verify-torch-again",
+        "cpu-matmul",
     ]
     install = run_ids(demo, DEMO)[("install-torch", "local")]
     item = html[html.index(f'id="run-{install}"') :].split("</li>\n<li", 1)[0]

@@ -123,9 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("lint", pitfalls.lint, "findings for terminal transcripts (no database needed)")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--format", choices=["text", "json"], default="text")
-    exp = sub.add_parser("export", help="export the record (asciicast of a step run)")
+    exp = sub.add_parser("export", help="export the record: the postmortem, a step's asciicast")
     exp_sub = exp.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
     exp_sub.required = True
+    from journal.cli import export
+
+    export.add_parser(exp_sub, command)
     p = command("cast", commands.export_cast, "a step run's output as asciicast v2", parent=exp_sub)
     p.add_argument("run_id", metavar="RUN_ID", help="the step run (a unique prefix will do)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.cast")

@@ -54,6 +54,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
 
     from journal.web import (
         assets,
+        exports,
         findings,
         hosts,
         journals,
@@ -61,6 +62,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         security,
         state,
         templating,
+        throughput,
         timeline,
     )
 
@@ -74,6 +76,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         runs.bp,
         findings.bp,
         hosts.bp,
+        throughput.bp,
+        exports.bp,
     ):
         app.register_blueprint(blueprint)
     return app

@@ -103,7 +103,8 @@ def check_csrf() -> None:
 
 
 def secure_headers(response: Response) -> Response:
-    response.headers["Content-Security-Policy"] = CSP
+    # A page with a policy of its own (the postmortem's HTML, styles inline) keeps it.
+    response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["X-Frame-Options"] = "DENY"
     response.headers["Referrer-Policy"] = "no-referrer"

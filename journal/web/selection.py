@@ -19,6 +19,7 @@ from journal.events import OutputChunk
 from journal.mapper import from_row
 from journal.projections.timeline import (
     HostKeyView,
+    MetricView,
     NoteView,
     ProbeView,
     StepRunView,
@@ -29,7 +30,7 @@ from journal.store.schema import events
 from journal.web.output import text_of
 from journal.web.state import JournalState
 
-KINDS = ("step", "probe", "note", "host-key")
+KINDS = ("step", "probe", "note", "metric", "host-key")
 STATUSES = ("succeeded", "failed", "interrupted", "timed-out", "running", "imported")
 LAYOUTS = ("list", "hosts")
 
@@ -85,6 +86,8 @@ def kind_of(item: TimelineItem) -> str:
         return "probe"
     if isinstance(item, NoteView):
         return "note"
+    if isinstance(item, MetricView):
+        return "metric"
     return "host-key"
 
 
@@ -171,6 +174,9 @@ def _matches(item: TimelineItem, needle: str, matching: set[str]) -> bool:
         return needle in json.dumps(item.result or item.error or "").casefold()
     if isinstance(item, HostKeyView):
         return needle in f"{item.host} {item.target} {item.fingerprint}".casefold()
+    if isinstance(item, MetricView):
+        labels = " ".join(f"{k}={v}" for k, v in item.labels.items())
+        return needle in f"{item.name} {labels} {item.unit or ''} {item.text or ''}".casefold()
     return False
 
 
@@ -191,7 +197,7 @@ def changed_since(
 @dataclass
 class HostRow:
     """One row of the side-by-side view: a step (or probe) on each host that ran it, or an
-    item about the whole journal across every column."""
+    item about the whole journal (a note or a figure of no host) across every column."""
 
     key: tuple[str, ...]
     cells: dict[str, list[TimelineItem]] = field(default_factory=dict)

@@ -1,0 +1,100 @@
+"""`journal export postmortem`: the journal's postmortem as Markdown, HTML or JSON.
+
+Without ``-o`` the document goes to standard output. ``--format`` defaults to what ``-o``'s
+suffix names (``.md``, ``.html``/``.htm``, ``.json``), else Markdown. With ``-o FILE.md`` the
+charts of the throughput figures are also written as SVG files to ``FILE-charts/`` and linked
+from the document (Markdown cannot hold an SVG portably; the tables are there either way, and
+the HTML export holds every chart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from journal.cli.context import Context
+from journal.errors import BadInput
+
+#: File suffixes and the format each names.
+SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json"}
+#: The chart files this command writes (and replaces on the next export to the same file).
+CHART_FILE = re.compile(r"^\d{2}-[a-z0-9-]*\.svg$")
+SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
+
+
+def add_parser(exp_sub: Any, command: Any) -> None:
+    """The `export postmortem` subcommand (``command`` is the parser's own helper)."""
+    p = command(
+        "postmortem",
+        postmortem,
+        "the postmortem: summary, impact, timeline, changes, pitfalls, action items, lessons",
+        parent=exp_sub,
+    )
+    p.add_argument(
+        "--format",
+        choices=["md", "html", "json"],
+        help="md, html (one self-contained file) or json (default: from -o's suffix, else md)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
+
+
+def postmortem(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.export import postmortem as export
+    from journal.export.changes import read_outputs
+    from journal.service.findings import journal_findings
+
+    output = Path(args.output) if args.output else None
+    fmt = args.format or (SUFFIXES.get(output.suffix.lower()) if output else None) or "md"
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        what = "is a folder" if output.is_dir() else f"has no folder {output.parent}"
+        raise BadInput(f"cannot write the postmortem to {output}: it {what}")
+    journal = ctx.journal()
+    ctx.require_db()
+    findings, timeline = journal_findings(ctx.store, journal)
+    if export.is_empty(timeline):
+        raise BadInput(
+            f"the journal {journal!r} holds nothing to write a postmortem about yet: no step "
+            "run, probe, figure or note (`journal run step NAME` or `journal import "
+            "transcript FILE --host H` records some)"
+        )
+    doc = export.build(findings, timeline, outputs=read_outputs(ctx.store, journal, timeline))
+    if output is None:
+        sys.stdout.write(export.render(doc, fmt))
+        return 0
+    try:
+        shown = [chart for chart in doc["charts"] if chart["throughput"]]
+        links = write_charts(output, shown) if fmt == "md" else None
+        output.write_text(export.render(doc, fmt, links), encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write the postmortem to {output}: {exc.strerror or exc}") from None
+    charts = f" and {len(links)} charts in {output.stem}-charts/" if links else ""
+    found = len(doc["pitfalls"])
+    print(
+        f"wrote {output}{charts}: the {fmt} postmortem of {journal} ({doc['status']}, "
+        f"{found} pitfall{'' if found == 1 else 's'}, {len(doc['timeline'])} timeline items)"
+    )
+    return 0
+
+
+def write_charts(output: Path, charts: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each chart as ``FILE-charts/NN-title.svg`` beside ``output``; (title, relative path)."""
+    if not charts:
+        return []
+    folder = output.with_name(f"{output.stem}-charts")
+    folder.mkdir(exist_ok=True)
+    for old in folder.iterdir():
+        if CHART_FILE.match(old.name):
+            old.unlink()
+    links = []
+    for i, chart in enumerate(charts, 1):
+        slug = re.sub(r"[^a-z0-9]+", "-", chart["title"].lower()).strip("-")[:60]
+        name = f"{i:02d}-{slug}.svg"
+        svg = chart["svg"]
+        if "xmlns=" not in svg.split(">", 1)[0]:
+            svg = svg.replace("<svg", f"<svg {SVG_NS}", 1)  # a file needs it, inline SVG not
+        (folder / name).write_text(svg + "\n", encoding="utf-8")
+        links.append((chart["title"], f"{folder.name}/{name}"))
+    return links

@@ -1,0 +1,239 @@
+"""What changed on each host, for the postmortem: package diffs and probe diffs, and the
+versions each host ended with.
+
+A step run with package snapshots says exactly what it changed (or that it changed nothing,
+which is how a no-op install shows). A run without snapshots (an imported transcript) says only
+what its installer printed (uv's ``+``/``-`` lines, pip's ``Successfully installed``), and the
+document marks which is which (``source``). A probe's diff is what it read differently from the
+previous result of the same probe on the same host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from journal.pitfalls._install import output_changes, requests
+from journal.pitfalls.base import Run
+from journal.probes.summary import shown
+from journal.projections.packages import PackageChange, change_text, normalize
+from journal.projections.timeline import ProbeView, StepRunView, Timeline
+
+#: Probe fields that change on every run or repeat what the snapshots say.
+VOLATILE = ("seconds", "probe")
+#: Fields shown per probe diff (the rest are counted).
+PROBE_FIELDS = 30
+#: Packages whose version is always worth stating when the host has them.
+KEY_PACKAGES = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "triton",
+    "numpy",
+    "sgl-kernel",
+    "sglang-kernel",
+    "flashinfer-python",
+    "flashinfer-cubin",
+    "sglang",
+    "vllm",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu13",
+)
+
+
+def _is_bench(run: StepRunView) -> bool:
+    return run.benchmark is not None or bool(run.metrics)
+
+
+def outputs_needed(timeline: Timeline) -> list[str]:
+    """The step runs whose output the postmortem reads: installs without package snapshots."""
+    return [
+        run.run_id
+        for run in timeline.step_runs()
+        if run.diff is None and not _is_bench(run) and requests(run.command)
+    ]
+
+
+def read_outputs(store: Any, journal: str, timeline: Timeline) -> dict[str, str]:
+    """The recorded output of the runs :func:`outputs_needed` names, from ``store``."""
+    from journal.service.bench import recorded_output
+
+    return {run: recorded_output(store, journal, run) for run in outputs_needed(timeline)}
+
+
+def _package(change: PackageChange) -> dict[str, Any]:
+    return {
+        "name": change.name,
+        "before": change.before,
+        "after": change.after,
+        "kind": change.kind,
+        "text": change_text(change),
+    }
+
+
+def printed_changes(run: StepRunView, output: str) -> list[PackageChange]:
+    """The changes a run's installer printed (no snapshots to say otherwise)."""
+    subject = Run(key=run.run_id, step=run.step, host=run.host, command=run.command, text=output)
+    found = []
+    for change in output_changes(subject):
+        kind = change.kind
+        found.append(PackageChange(change.name, change.before, change.after, kind))  # type: ignore[arg-type]
+    return found
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    """A probe result as ``dotted.path -> text`` (lists of scalars as one text)."""
+    out: dict[str, str] = {}
+    if isinstance(value, dict) and "unavailable" not in value:
+        for key, item in value.items():
+            if not prefix and key in VOLATILE:
+                continue
+            out.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(value, list) and any(isinstance(x, (dict, list)) for x in value):
+        for i, item in enumerate(value):
+            out.update(flatten(item, f"{prefix}.{i}"))
+    else:
+        out[prefix or "value"] = shown(value)
+    return out
+
+
+def probe_diff(before: ProbeView, after: ProbeView) -> list[dict[str, Any]]:
+    """The fields ``after`` read differently from ``before`` (same probe, same host)."""
+    old, new = flatten(before.result or {}), flatten(after.result or {})
+    rows = []
+    for key in [*old, *(k for k in new if k not in old)]:
+        if old.get(key) != new.get(key):
+            rows.append({"field": key, "before": old.get(key), "after": new.get(key)})
+    return rows
+
+
+def _probes(
+    probes: Iterable[ProbeView], previous: dict[tuple[str, str], ProbeView]
+) -> list[dict[str, Any]]:
+    found = []
+    for probe in probes:
+        if probe.result is None or probe.probe == "packages":
+            continue
+        key = (probe.host, probe.probe)
+        last = previous.get(key)
+        previous[key] = probe
+        if last is None:
+            continue
+        rows = probe_diff(last, probe)
+        if rows:
+            found.append(
+                {
+                    "probe": probe.probe,
+                    "since": last.ts,
+                    "fields": rows[:PROBE_FIELDS],
+                    "more": max(0, len(rows) - PROBE_FIELDS),
+                }
+            )
+    return found
+
+
+def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """Per host, in order: each step run that changed packages (or verifiably changed none)
+    or after which a probe read something new, and each standalone probe that did."""
+    previous: dict[tuple[str, str], ProbeView] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for item in timeline.items:
+        if isinstance(item, ProbeView):
+            probes = _probes([item], previous)
+            if probes:
+                entry = {
+                    "kind": "probe",
+                    "run": None,
+                    "step": f"probe {item.probe}",
+                    "time": item.ts,
+                    "source": None,
+                    "packages": [],
+                    "probes": probes,
+                }
+                out.setdefault(item.host, []).append(entry)
+            continue
+        if not isinstance(item, StepRunView) or _is_bench(item):
+            continue
+        source, packages = None, []
+        if item.diff is not None:
+            source, packages = "snapshots", [_package(c) for c in item.diff.changes]
+        elif item.run_id in outputs:
+            printed = printed_changes(item, outputs[item.run_id])
+            if printed:
+                source, packages = "output", [_package(c) for c in printed]
+        probes = _probes(item.probes, previous)
+        if source is None and not probes:
+            continue
+        out.setdefault(item.host, []).append(
+            {
+                "kind": "step",
+                "run": item.run_id,
+                "step": item.step,
+                "time": item.started,
+                "source": source,
+                "packages": packages,
+                "probes": probes,
+            }
+        )
+    return out
+
+
+def _torch_env(probe: ProbeView) -> dict[str, Any]:
+    from journal.probes.summary import summary, value
+
+    result = probe.result or {}
+    fields = {
+        "torch": "torch.version",
+        "torch_cuda": "torch.cuda",
+        "nccl": "nccl",
+        "driver": "driver",
+        "cuda_driver": "cuda_driver",
+        "gpu_count": "gpu_count",
+        "gpu_name": "gpu_name",
+        "nvcc": "nvcc.release",
+        "python": "python",
+    }
+    out: dict[str, Any] = {"time": probe.ts, "summary": summary(probe.probe, result)}
+    for name, path in fields.items():
+        found = value(result, path)
+        out[name] = None if found is None else shown(found)
+    return out
+
+
+def versions(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Per host: the latest torch-env reading, and the versions it ended with of the key
+    packages and of every package the journal changed (from its latest package snapshot, or
+    else from what the installer printed last)."""
+    changed: dict[str, dict[str, str | None]] = {}
+    for host, entries in host_changes(timeline, outputs).items():
+        for entry in entries:
+            for package in entry["packages"]:
+                changed.setdefault(host, {})[normalize(package["name"])] = package["after"]
+    hosts = list(
+        dict.fromkeys([*timeline.hosts, *(r.host for r in timeline.step_runs()), *changed])
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for host in hosts:
+        snapshot = timeline.latest_packages.get(host)
+        packages: dict[str, str | None] = {}
+        if snapshot is not None:
+            entries = {normalize(k): v for k, v in snapshot.items()}
+            for key in [*KEY_PACKAGES, *changed.get(host, {})]:
+                entry = entries.get(key)
+                if entry is not None:
+                    packages[entry.get("name") or key] = entry.get("version")
+                elif key in changed.get(host, {}):
+                    packages[key] = None  # removed
+            source = "snapshot"
+        else:
+            packages = dict(changed.get(host, {}))
+            source = "installer output" if packages else None
+        probe = timeline.latest_probes.get(host, {}).get("torch-env")
+        if not packages and probe is None:
+            continue
+        out[host] = {
+            "torch_env": None if probe is None else _torch_env(probe),
+            "packages": packages,
+            "source": source,
+        }
+    return out

@@ -1,0 +1,357 @@
+"""Charts of the journal's figures, drawn on the server as self-contained SVG.
+
+No script, no stylesheet, no external resource: the same markup is put inline in the web
+throughput page and in the postmortem export, and reads the same in both. Colours are
+presentation attributes (``fill=``, ``stroke=``), which the Content-Security-Policy allows
+where a ``style=`` attribute is refused.
+
+The x axis is the order of events (their sequence numbers, evenly spaced), not wall time: an
+imported transcript records all its commands at one time, and a benchmark an hour after the
+upgrade should sit next to it, not across the chart. Tick labels still say when a figure was
+recorded. A step run that lies between two figures of the chart is a dashed vertical line
+with the step's name, so the chart says what happened between 54.1 and 96.1 tok/s.
+Everything taken from the record (names, labels, hosts, steps) is escaped: hosts are not
+trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from html import escape
+
+from journal.projections.metrics import Series, all_series, change_steps
+from journal.projections.timeline import MetricView, Timeline
+
+#: Series colours, in the order series appear (the UI's own palette).
+PALETTE = ("#3465a4", "#1a7f37", "#b26a00", "#6f42c1", "#0e7c86", "#9a3412")
+UNTRUSTED = "#c62828"
+MUTED = "#66707a"
+GRID = "#e3e7eb"
+#: A white outline under text drawn over lines, so it stays readable.
+HALO = 'stroke="#ffffff" stroke-width="3" paint-order="stroke"'
+#: More series than this on one chart are split over several charts.
+MAX_SERIES = 6
+FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
+LEFT, RIGHT, BOTTOM, LEGEND_ROW = 64, 20, 40, 18
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A step run drawn on a chart: a dashed line with its name where it lies among figures."""
+
+    seq: int
+    ts: str
+    label: str
+    host: str | None
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One metric (one unit, one benchmark) of the journal as inline SVG, with its series."""
+
+    title: str
+    name: str
+    unit: str | None
+    benchmark: str | None
+    svg: str
+    series: list[Series]
+    slug: str
+
+
+def number(value: float) -> str:
+    """A figure as a chart or table prints it: ``90``, ``54.1``, ``0.18``, ``5,689``."""
+    if not math.isfinite(value):
+        return str(value)
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    text = f"{value:.2f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
+    if "." in text and "e" not in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def signed(value: float) -> str:
+    """A difference with its sign: ``+42``, ``−35.9`` (a true minus sign)."""
+    text = number(abs(value))
+    return text if text == "0" else ("+" if value > 0 else "\u2212") + text
+
+
+def signed_percent(percent: float | None) -> str:
+    """A change in percent: ``+77.6%``, ``−39.9%``; ``—`` when there is none (from 0)."""
+    if percent is None:
+        return "—"
+    text = f"{abs(percent):.1f}"
+    if text == "0.0":
+        return "0.0%"
+    return ("+" if percent > 0 else "\u2212") + text + "%"
+
+
+def marks_of(timeline: Timeline) -> list[Mark]:
+    """The step runs that may change a figure (not the benchmarks' own runs), as marks."""
+    return [Mark(run.seq, run.started, run.step, run.host) for run in change_steps(timeline)]
+
+
+def benchmark_of(series: Series) -> str | None:
+    """The benchmark a series was measured by (None for figures entered without one)."""
+    return series.labels.get("benchmark") or series.points[0].benchmark
+
+
+def legend_label(series: Series) -> str:
+    """What tells a series apart on its chart: host and labels (the benchmark is the
+    chart's)."""
+    labels = [f"{k}={v}" for k, v in sorted(series.labels.items()) if k != "benchmark"]
+    parts = [series.host or "no host", *labels]
+    return ", ".join(parts)
+
+
+def rates_first(series: list[Series]) -> list[Series]:
+    """Throughputs and bandwidths (what an upgrade is judged by) before latencies, counts and
+    sizes; otherwise in the order given."""
+    return sorted(series, key=lambda s: not s.higher_is_better)
+
+
+def _clip(text: str, chars: int) -> str:
+    """``text`` cut to ``chars`` characters (SVG text does not wrap)."""
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _chart_title(name: str, unit: str | None, benchmark: str | None) -> str:
+    return f"{name}{f' ({unit})' if unit else ''}{f' · {benchmark}' if benchmark else ''}"
+
+
+def charts_of(timeline: Timeline) -> list[Chart]:
+    """A chart per metric, unit and benchmark: rates (throughputs, bandwidths) first, then the
+    rest, each in the order of its first figure; a group of more than :data:`MAX_SERIES`
+    series (hosts or label sets) is split so each stays readable. Each chart shows the step
+    runs of its own hosts."""
+    marks = marks_of(timeline)
+    groups: dict[tuple[str, str, str], list[Series]] = {}
+    for series in rates_first(all_series(timeline)):
+        key = (series.name, series.unit or "", benchmark_of(series) or "")
+        groups.setdefault(key, []).append(series)
+    charts = []
+    for (name, unit, bench), members in groups.items():
+        parts = [members[i : i + MAX_SERIES] for i in range(0, len(members), MAX_SERIES)]
+        for n, part in enumerate(parts, 1):
+            hosts = {s.host for s in part}
+            shown = marks if None in hosts else [m for m in marks if m.host in hosts]
+            title = _chart_title(name, unit or None, bench or None)
+            if len(parts) > 1:
+                title += f" ({n} of {len(parts)})"
+            digest = hashlib.sha1(repr((name, unit, bench, n)).encode()).hexdigest()[:8]
+            svg = svg_chart(part, shown, title=title)
+            charts.append(
+                Chart(title, name, unit or None, bench or None, svg, part, f"chart-{digest}")
+            )
+    return charts
+
+
+def _nice(step: float) -> float:
+    """The round step (1, 2 or 5 times a power of ten) nearest ``step``."""
+    power = 10.0 ** math.floor(math.log10(step))
+    fraction = step / power
+    factor = 1.0 if fraction < 1.5 else 2.0 if fraction < 3 else 5.0 if fraction < 7 else 10.0
+    return factor * power
+
+
+def y_scale(values: Iterable[float]) -> tuple[float, float, list[float]]:
+    """The y axis for ``values``: its low and high ends and a few round ticks. It starts at 0
+    when the figures are positive and spread (a fall from 90 to 54 looks its size). The top
+    figure's label may stand above the axis, in the chart's top margin."""
+    values = list(values)
+    lo, hi = min(values), max(values)
+    if lo >= 0 and (hi - lo) > 0.25 * hi:
+        lo = 0.0
+    if hi == lo:
+        pad = abs(hi) * 0.1 or 1.0
+        lo, hi = (lo - pad if lo - pad >= 0 or lo < 0 else 0.0), hi + pad
+    step = _nice((hi - lo) / 5)
+    start = math.floor(lo / step + 1e-9) * step
+    end = math.ceil(hi / step - 1e-9) * step
+    count = round((end - start) / step)
+    return start, end, [start + i * step for i in range(count + 1)]
+
+
+def _f(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _ts_label(ts: str) -> str:
+    """``11-30 09:41`` from a stored timestamp."""
+    return f"{ts[5:10]} {ts[11:16]}" if len(ts) >= 16 else ts
+
+
+def _point_title(series: Series, point: MetricView) -> str:
+    text = f"{point.name} = {number(point.value)}{f' {point.unit}' if point.unit else ''}"
+    text += f" ({legend_label(series)}) at {point.ts[:19].replace('T', ' ')}, event {point.seq}"
+    if point.phase:
+        text += f", phase {point.phase}"
+    if point.invalid:
+        text += f" — not trusted: {point.invalid}"
+    return text
+
+
+def _shown_marks(marks: list[Mark], seqs: set[int]) -> list[Mark]:
+    """The marks strictly between the first and last figure; a step run on several hosts
+    with no figure in between is drawn once."""
+    first, last = min(seqs), max(seqs)
+    kept: list[Mark] = []
+    for mark in sorted(marks, key=lambda m: m.seq):
+        if not first < mark.seq < last:
+            continue
+        if kept and kept[-1].label == mark.label:
+            if not any(kept[-1].seq < s < mark.seq for s in seqs):
+                continue
+        kept.append(mark)
+    return kept
+
+
+def svg_chart(
+    series: list[Series],
+    marks: list[Mark],
+    *,
+    title: str = "",
+    width: int = 720,
+    height: int = 260,
+) -> str:
+    """One metric drawn as SVG: a polyline per series over the order of events, each figure
+    a point with its value printed (an untrusted one hollow and red, its ``<title>`` saying
+    why), a dashed line per step run between figures, round y ticks with the unit, and a
+    legend below (the SVG is ``height`` plus a row per legend entry)."""
+    drawn = [(s, [p for p in s.points if math.isfinite(p.value)]) for s in series]
+    points = [p for _, ps in drawn for p in ps]
+    untrusted = any(p.invalid for p in points)
+    rows = len(series) + (1 if untrusted else 0)
+    total = height + (LEGEND_ROW * rows + 6 if rows else 0)
+    top = 40 if title else 22
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {total}" '
+        f'width="{width}" height="{total}" role="img" font-family="{escape(FONT)}" '
+        f'font-size="11">',
+        f"<title>{escape(title or 'figures')}</title>",
+    ]
+    if title:
+        out.append(
+            f'<text class="chart-title" x="{LEFT}" y="18" font-size="13" font-weight="600" '
+            f'fill="#1d2329">{escape(_clip(title, (width - LEFT) // 8))}</text>'
+        )
+    if not points:
+        out.append(f'<text x="{LEFT}" y="{top + 20}" fill="{MUTED}">no figures to draw</text>')
+        out.append("</svg>")
+        return "\n".join(out)
+
+    plot_w, bottom = width - LEFT - RIGHT, height - BOTTOM
+    plot_h = bottom - top
+    seqs = {p.seq for p in points}
+    shown = _shown_marks(marks, seqs)
+    slots = sorted(seqs | {m.seq for m in shown})
+    x_of = {seq: LEFT + (i + 0.5) * plot_w / len(slots) for i, seq in enumerate(slots)}
+    lo, hi, ticks = y_scale(p.value for p in points)
+
+    def y(value: float) -> float:
+        return bottom - (value - lo) / (hi - lo) * plot_h
+
+    unit = series[0].unit if series else None
+    # y axis: grid lines, round ticks, the unit
+    out.append('<g class="y-axis">')
+    for tick in ticks:
+        ty = _f(y(tick))
+        out.append(
+            f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{ty}" y2="{ty}" stroke="{GRID}"/>'
+            f'<text x="{LEFT - 6}" y="{ty}" dy="4" text-anchor="end" fill="{MUTED}">'
+            f"{escape(number(tick))}</text>"
+        )
+    if unit:
+        mid = _f(top + plot_h / 2)
+        out.append(
+            f'<text class="unit" x="14" y="{mid}" transform="rotate(-90 14 {mid})" '
+            f'text-anchor="middle" fill="{MUTED}">{escape(unit)}</text>'
+        )
+    out.append("</g>")
+    # x axis: the order of events; times under the figures where they change
+    out.append('<g class="x-axis">')
+    out.append(
+        f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>'
+    )
+    last_label, last_x = "", -1e9
+    for point in sorted(points, key=lambda p: p.seq):
+        px = x_of[point.seq]
+        out.append(
+            f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{bottom}" y2="{bottom + 4}" stroke="{MUTED}"/>'
+        )
+        label = _ts_label(point.ts)
+        if label != last_label and px - last_x >= 80:
+            out.append(
+                f'<text class="time" x="{_f(px)}" y="{bottom + 16}" text-anchor="middle" '
+                f'fill="{MUTED}">{escape(label)}</text>'
+            )
+            last_label, last_x = label, px
+    out.append(
+        f'<text x="{width - RIGHT}" y="{bottom + 32}" text-anchor="end" fill="{MUTED}">'
+        "order of events (not to time scale) →</text>"
+    )
+    out.append("</g>")
+    # step runs between figures
+    for mark in shown:
+        mx = _f(x_of[mark.seq])
+        where = f" on {mark.host}" if mark.host else ""
+        name = mark.label if len(mark.label) <= 30 else mark.label[:29] + "…"
+        about = f"step {mark.label}{where}, started {mark.ts[:19].replace('T', ' ')}"
+        out.append(
+            f'<g class="mark" data-seq="{mark.seq}"><title>{escape(about)}'
+            f'</title><line x1="{mx}" x2="{mx}" y1="{top}" y2="{bottom}" stroke="{MUTED}" '
+            f'stroke-dasharray="4 3"/><text x="{_f(x_of[mark.seq] - 4)}" y="{top + 2}" '
+            f'transform="rotate(-90 {_f(x_of[mark.seq] - 4)} {top + 2})" text-anchor="end" '
+            f'fill="{MUTED}" {HALO}>{escape(name)}</text></g>'
+        )
+    # the series
+    for index, (one, pts) in enumerate(drawn):
+        colour = PALETTE[index % len(PALETTE)]
+        out.append(f'<g class="series" data-series="{escape(one.slug)}">')
+        trusted = [p for p in pts if not p.invalid]
+        if len(trusted) > 1:
+            line = " ".join(f"{_f(x_of[p.seq])},{_f(y(p.value))}" for p in trusted)
+            out.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{line}"/>'
+            )
+        for point in pts:
+            px, py = _f(x_of[point.seq]), _f(y(point.value))
+            if point.invalid:
+                dot = (
+                    f'<circle cx="{px}" cy="{py}" r="4.5" fill="#ffffff" stroke="{UNTRUSTED}" '
+                    'stroke-width="2"/>'
+                )
+                ink, cls = UNTRUSTED, "point untrusted"
+            else:
+                dot = f'<circle cx="{px}" cy="{py}" r="4" fill="{colour}"/>'
+                ink, cls = "#1d2329", "point"
+            out.append(
+                f'<g class="{cls}" data-seq="{point.seq}">'
+                f"<title>{escape(_point_title(one, point))}</title>{dot}"
+                f'<text class="value" x="{px}" y="{_f(y(point.value) - 8)}" '
+                f'text-anchor="middle" fill="{ink}" {HALO}>{escape(number(point.value))}</text></g>'
+            )
+        out.append("</g>")
+    # legend
+    out.append('<g class="legend">')
+    entries = [(PALETTE[i % len(PALETTE)], legend_label(s), False) for i, s in enumerate(series)]
+    if untrusted:
+        entries.append((UNTRUSTED, "not trusted (hover a point for why)", True))
+    for row, (colour, text, hollow) in enumerate(entries):
+        ly = height + 6 + row * LEGEND_ROW + LEGEND_ROW / 2
+        paint = (
+            f'fill="#ffffff" stroke="{colour}" stroke-width="2"' if hollow else f'fill="{colour}"'
+        )
+        shown_text = _clip(text, (width - LEFT - 16 - RIGHT) // 6)
+        out.append(
+            f"<g><title>{escape(text)}</title>"
+            f'<circle cx="{LEFT + 5}" cy="{_f(ly)}" r="4.5" {paint}/>'
+            f'<text x="{LEFT + 16}" y="{_f(ly)}" dy="4" fill="#1d2329">{escape(shown_text)}</text>'
+            "</g>"
+        )
+    out.append("</g>")
+    out.append("</svg>")
+    return "\n".join(out)

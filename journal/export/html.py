@@ -1,0 +1,70 @@
+"""The postmortem as one self-contained HTML file: styles inline, charts as inline SVG, no
+script, no font, no image and no link to anything outside the file.
+
+The template is ``templates/export/postmortem.html``, rendered with Jinja's autoescaping on
+(everything from hosts is text, never markup); only the charts' SVG, which
+:mod:`journal.export.chart` makes with every text in it escaped, goes in as markup. The page
+carries its own Content-Security-Policy (:data:`POLICY`, also sent as a header when the web UI
+serves it): no request of any kind may leave it, whatever a host printed.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from journal.export import wording
+
+#: ``templates/`` at the repository root.
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+#: Nothing may be fetched; only the page's own inline styles apply (there is no script at
+#: all, so inline styles cannot be steered by one, and no request can carry anything away).
+POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "style-src 'unsafe-inline'",
+        "img-src data:",
+        "base-uri 'none'",
+        "form-action 'none'",
+    ]
+)
+
+
+@cache
+def environment() -> Environment:
+    """The Jinja environment of the exports (the web app's is not needed, nor its URLs)."""
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        when=wording.when,
+        seconds=wording.seconds,
+        elapsed=wording.elapsed,
+        figure=wording.figure,
+        percent=wording.percent_text,
+        first_line=wording.first_line,
+    )
+    env.globals.update(
+        outcome=wording.outcome,
+        what=wording.what,
+        took=wording.took,
+        period=wording.period,
+        series_name=wording.series_name,
+        EMPTY=wording.EMPTY,
+    )
+    return env
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The HTML document."""
+    charts = [{**chart, "svg": Markup(chart["svg"])} for chart in doc["charts"]]
+    template = environment().get_template("export/postmortem.html")
+    return template.render(doc=doc, charts=charts, policy=POLICY)

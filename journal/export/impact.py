@@ -1,0 +1,185 @@
+"""The impact section of the postmortem: every series of figures, paired before and after.
+
+Throughput (a rate: tok/s, GB/s, MFLOP/s) is why a stack is upgraded, so rates come first and
+the first of them, in the order the throughput detector names them, is the headline. Other
+figures (latencies, counts) follow. Percentages are rounded here, once, to one decimal, so
+every format prints the same number (90 → 54.1 tok/s is -39.9%, 54.1 → 96.1 is +77.6%).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from journal.pitfalls._bench import DISPLAY, PREFERENCE
+from journal.pitfalls.base import Finding
+from journal.projections.metrics import (
+    Change,
+    Series,
+    all_series,
+    before_after,
+    changes,
+    pair,
+)
+from journal.projections.timeline import MetricView, StepRunView, Timeline
+
+#: A later figure within this fraction of the one before a fall counts as recovered.
+RECOVERED = 0.05
+
+
+def figure(value: float | None, unit: str | None = None) -> str:
+    """``96.10 tok/s``: two decimals below 1,000, none above (as the terminal prints it)."""
+    if value is None:
+        return "-"
+    from journal.cli.render import figure as shown
+
+    return shown(value, unit)
+
+
+def percent_text(percent: float | None) -> str:
+    """``+77.6%``, ``-39.9%``, ``0.0%``; a dash where there is no percentage."""
+    if percent is None:
+        return "-"
+    return f"{percent:+.1f}%" if percent else "0.0%"
+
+
+def _point(point: MetricView) -> dict[str, Any]:
+    return {
+        "value": point.value,
+        "time": point.ts,
+        "seq": point.seq,
+        "phase": point.phase,
+        "run": point.run,
+        "source": point.source,
+        "invalid": point.invalid,
+    }
+
+
+def change_dict(change: Change) -> dict[str, Any]:
+    """A pair of figures as the document carries it."""
+    percent = change.percent
+    return {
+        "before": change.before.value,
+        "after": change.after.value,
+        "unit": change.after.unit,
+        "delta": round(change.delta, 6),
+        "percent": None if percent is None else round(percent, 1),
+        "better": change.better,
+        "basis": change.basis,
+        "between": change.between,
+        "steps": list(change.steps),
+        "before_time": change.before.ts,
+        "after_time": change.after.ts,
+        "before_run": change.before.run,
+        "after_run": change.after.run,
+    }
+
+
+def _rank(series: Series) -> int:
+    """Where a series' metric stands in the throughput detector's order of preference."""
+    name = series.name
+    return PREFERENCE.index(name) if name in PREFERENCE else len(PREFERENCE)
+
+
+def rate_series(timeline: Timeline) -> list[Series]:
+    """The series of rates, preferred metrics first, else in the order of their first figure."""
+    found = all_series(timeline)
+    order = {id(s): i for i, s in enumerate(found)}
+    return sorted((s for s in found if s.higher_is_better), key=lambda s: (_rank(s), order[id(s)]))
+
+
+def series_dict(series: Series, steps: list[StepRunView]) -> dict[str, Any]:
+    """One series: its figures, consecutive changes and its first-against-last change."""
+    overall = before_after(series, steps)
+    return {
+        "metric": series.name,
+        "display": DISPLAY.get(series.name, series.name),
+        "title": series.title,
+        "host": series.host,
+        "labels": dict(series.labels),
+        "unit": series.unit,
+        "higher_is_better": series.higher_is_better,
+        "points": [_point(p) for p in series.points],
+        "changes": [change_dict(c) for c in changes(series, steps)],
+        "overall": None if overall is None else change_dict(overall),
+    }
+
+
+def impact(timeline: Timeline, steps: list[StepRunView]) -> dict[str, Any]:
+    """Rates (``throughput``) first, preferred metrics first, then the other figures."""
+    rest = [s for s in all_series(timeline) if not s.higher_is_better]
+    throughput = [series_dict(s, steps) for s in rate_series(timeline)]
+    headline = next((s for s in throughput if s["overall"] is not None), None)
+    return {
+        "throughput": throughput,
+        "other": [series_dict(s, steps) for s in rest],
+        "headline": None
+        if headline is None
+        else {"title": headline["title"], "display": headline["display"], **headline["overall"]},
+    }
+
+
+def headline_text(effect: dict[str, Any]) -> str | None:
+    """``Output token throughput on gpu-box: 90.00 → 54.10 → 96.10 tok/s, +6.8% overall.``"""
+    head = effect.get("headline")
+    if head is None:
+        return None
+    series = next(s for s in effect["throughput"] if s["title"] == head["title"])
+    trusted = [
+        p["value"]
+        for p in series["points"]
+        if p["invalid"] is None and p["value"] == p["value"]  # not NaN
+    ]
+    values = trusted if len(trusted) <= 5 else [trusted[0], trusted[-1]]
+    path = " → ".join(figure(v) for v in values)
+    unit = f" {series['unit']}" if series["unit"] else ""
+    where = f" on {series['host']}" if series["host"] else ""
+    what = series["labels"].get("benchmark")
+    named = f" ({what})" if what else ""
+    return (
+        f"{head['display']}{named}{where}: {path}{unit}, "
+        f"{percent_text(head['percent'])} from the first figure to the last."
+    )
+
+
+def recovered(
+    found: Finding, run: StepRunView, timeline: Timeline, steps: list[StepRunView]
+) -> list[dict[str, Any]]:
+    """For a finding on a run whose figures fell: the first later figure of that series back
+    within 5% of the one before the fall, and what ran in between."""
+    if not run.metrics:
+        return []
+    facts = []
+    for series in rate_series(timeline):
+        for change in changes(series, steps):
+            if change.after.run != run.run_id or (change.percent or 0) > -RECOVERED * 100:
+                continue
+            floor = change.before.value * (1 - RECOVERED)
+            later = next(
+                (
+                    p
+                    for p in series.points
+                    if p.seq > change.after.seq and p.invalid is None and p.value >= floor
+                ),
+                None,
+            )
+            if later is None:
+                continue
+            back = pair(series, change.after, later, steps)
+            between = f" after {back.between}" if back.basis == "steps" else ""
+            facts.append(
+                {
+                    "run": later.run,
+                    "step": timeline.runs[later.run].step if later.run in timeline.runs else None,
+                    "host": later.host,
+                    "time": later.ts,
+                    "text": (
+                        f"{DISPLAY.get(series.name, series.name)} was back to "
+                        f"{figure(later.value, later.unit)}{between} "
+                        f"({percent_text(back.percent)} against {figure(change.after.value)})."
+                    ),
+                }
+            )
+            break  # one series tells it
+        if facts:
+            break
+    return facts

@@ -1,0 +1,321 @@
+"""The postmortem as Markdown (CommonMark with GitHub's tables and task lists).
+
+Everything that came from a host (commands, output lines, versions, step names) is put in
+code spans or fenced blocks whose fences are longer than any run of backticks inside, and
+prose (notes, titles, advice) has Markdown's and HTML's special characters escaped, so that
+nothing a host printed can add a link, an image or markup to the document.
+
+Markdown cannot carry an SVG portably: the impact section always holds the figures as a
+table, and where charts are given as files (``chart_links``: `journal export postmortem -o
+FILE.md` writes them to ``FILE-charts/``) it links each as an image.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from journal.export.wording import (
+    EMPTY,
+    elapsed,
+    figure,
+    outcome,
+    percent_text,
+    period,
+    series_name,
+    took,
+    what,
+    when,
+)
+
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
+
+
+def text(value: Any) -> str:
+    """Prose on one line with Markdown's special characters escaped."""
+    return _SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def code(value: Any) -> str:
+    """A code span holding ``value`` on one line (safe in a table cell too)."""
+    content = " ".join(str(value).split())
+    if not content:
+        return "-"
+    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if content[0] == "`" or content[-1] == "`" else ""
+    return f"{fence}{pad}{content}{pad}{fence}".replace("|", "\\|")
+
+
+def block(content: str, info: str = "text") -> list[str]:
+    """A fenced code block, its fence longer than any run of backticks in ``content``."""
+    longest = max((len(run) for run in re.findall(r"`{3,}", content)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{info}", content.rstrip("\n"), fence]
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GitHub table; cells must already be escaped (:func:`text`, :func:`code`)."""
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out.extend("| " + " | ".join(cell or "-" for cell in row) + " |" for row in rows)
+    return out
+
+
+def _empty(key: str) -> list[str]:
+    return [f"_{text(EMPTY[key])}_", ""]
+
+
+def _note(note: dict[str, Any]) -> str:
+    by = ", ".join(x for x in (note["author"], when(note["time"])) if x)
+    host = f" on {code(note['host'])}" if note["host"] else ""
+    return f"- {text(note['text'])} ({text(by)}{host})"
+
+
+def _notes(notes: list[dict[str, Any]], key: str) -> list[str]:
+    if not notes:
+        return _empty(key)
+    return [*(_note(n) for n in notes), ""]
+
+
+def render(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None = None) -> str:
+    """The Markdown document; ``chart_links`` are (title, relative path) of chart files."""
+    hosts = ", ".join(f"{code(h['name'])} ({text(h['target'])})" for h in doc["hosts"])
+    out = [
+        f"# {text(doc['title'])}",
+        "",
+        *table(
+            ["", ""],
+            [
+                ["**Date**", text(doc["date"] or "-")],
+                ["**Period**", text(period(doc))],
+                ["**Journal**", code(doc["journal"])],
+                ["**Hosts**", hosts or "-"],
+                ["**Status**", f"**{doc['status']}**: " + text(" ".join(doc["status_reasons"]))],
+            ],
+        ),
+        "",
+        "## Summary",
+        "",
+        *(text(s) for s in doc["summary"]["sentences"]),
+        "",
+    ]
+    for note in doc["summary"]["notes"]:
+        out += [text(note["text"]), ""]
+    out += _impact(doc, chart_links)
+    out += _timeline(doc)
+    out += _changes(doc)
+    out += _pitfalls(doc)
+    out += ["## Root causes", "", *_notes(doc["root_causes"], "root_causes")]
+    out += ["## Trigger", "", *_notes(doc["trigger"], "trigger")]
+    out += _actions(doc)
+    out += ["## Lessons learned", "", *_notes(doc["lessons"], "lessons")]
+    out += _supporting(doc)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _change_row(name: str, host: str | None, change: dict[str, Any], between: str) -> list[str]:
+    unit = change["unit"]
+    return [
+        text(name),
+        code(host or "-"),
+        code(figure(change["before"], unit)),
+        code(figure(change["after"], unit)),
+        f"**{percent_text(change['percent'])}**",
+        text(between),
+    ]
+
+
+def _impact(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None) -> list[str]:
+    out = ["## Impact", ""]
+    effect = doc["impact"]
+    if not effect["throughput"] and not effect["other"]:
+        return out + _empty("impact")
+    header = ["Figure", "Host", "Before", "After", "Change", "Between"]
+    if effect["throughput"]:
+        rows = []
+        for series in effect["throughput"]:
+            name = series_name(series)
+            for change in series["changes"]:
+                rows.append(_change_row(name, series["host"], change, change["between"]))
+            if series["overall"] and len(series["changes"]) > 1:
+                rows.append(
+                    _change_row(name, series["host"], series["overall"], "overall: first → last")
+                )
+            if not series["changes"]:
+                only = series["points"][-1]
+                rows.append(
+                    [text(name), code(series["host"] or "-"), "-",
+                     code(figure(only["value"], series["unit"])), "-",
+                     text("one trusted figure, nothing to compare")]
+                )  # fmt: skip
+        out += ["### Throughput", "", *table(header, rows), ""]
+        if chart_links:
+            out += [f"![{text(title)}](<{_dest(path)}>)" for title, path in chart_links] + [""]
+    if effect["other"]:
+        rows = []
+        for series in effect["other"]:
+            if series["overall"]:
+                rows.append(
+                    _change_row(
+                        series_name(series), series["host"], series["overall"], "first → last"
+                    )
+                )
+        if rows:
+            out += ["### Other figures", "", *table(header, rows), ""]
+    if len(chart_links or ()) < len(doc["charts"]):
+        other = "other " if chart_links else ""
+        out += [f"_The charts of the {other}figures are in the HTML export._", ""]
+    return out
+
+
+def _dest(path: str) -> str:
+    """A link destination inside ``<…>``."""
+    return re.sub(r"([<>\\])", r"\\\1", path)
+
+
+def _timeline(doc: dict[str, Any]) -> list[str]:
+    out = ["## Timeline", ""]
+    if not doc["timeline"]:
+        return out + _empty("timeline")
+    rows = []
+    for entry in doc["timeline"]:
+        kind = entry["kind"]
+        if kind in ("step", "benchmark"):
+            about = f"{kind} {code(entry['step'])}"
+        else:
+            about = text(what(entry))
+        rows.append(
+            [
+                text(when(entry["time"])) + (" (import)" if entry.get("imported") else ""),
+                text(elapsed(entry["elapsed"])),
+                about,
+                code(entry.get("host") or "-"),
+                text(outcome(entry)),
+                text(took(entry)),
+            ]
+        )
+    header = ["Time (UTC)", "Elapsed", "What", "Host", "Outcome", "Took"]
+    return out + table(header, rows) + [""]
+
+
+def _changes(doc: dict[str, Any]) -> list[str]:
+    out = ["## What changed", ""]
+    if not doc["changes"]:
+        return out + _empty("changes")
+    for host, entries in doc["changes"].items():
+        out += [f"### {code(host)}", ""]
+        for entry in entries:
+            source = {"snapshots": "package snapshots", "output": "the installer's output"}
+            told = f", from {source[entry['source']]}" if entry["source"] else ""
+            out.append(f"- {code(entry['step'])} at {text(when(entry['time']))}{told}:")
+            if entry["source"] == "snapshots" and not entry["packages"]:
+                out.append("  - no package changed")
+            out += [f"  - {code(p['text'])}" for p in entry["packages"]]
+            for probe in entry["probes"]:
+                out.append(f"  - probe {code(probe['probe'])} read differently than at "
+                           f"{text(when(probe['since']))}:")  # fmt: skip
+                for row in probe["fields"]:
+                    out.append(
+                        f"    - {code(row['field'])}: {code(row['before'] or '-')} → "
+                        f"{code(row['after'] or '-')}"
+                    )
+                if probe["more"]:
+                    out.append(f"    - and {probe['more']} more fields (in the JSON export)")
+        out.append("")
+    return out
+
+
+def _pitfalls(doc: dict[str, Any]) -> list[str]:
+    out = ["## Pitfalls hit", ""]
+    if not doc["pitfalls"]:
+        return out + _empty("pitfalls")
+    for i, found in enumerate(doc["pitfalls"], 1):
+        where = []
+        if found["step"]:
+            where.append(f"step {code(found['step'])}")
+        if found["host"]:
+            where.append(f"on {code(found['host'])}")
+        if found["time"]:
+            where.append(f"at {text(when(found['time']))}")
+        if found["run"]:
+            where.append(f"(run {code(found['run'])})")
+        out += [
+            f"### {i}. {found['severity']} {code(found['id'])}: {text(found['title'])}",
+            "",
+            " ".join(where) + ("." if where else ""),
+            "",
+        ]
+        if found["evidence"]:
+            lines = [
+                (f"{e['line']}: " if e["line"] is not None else "") + e["text"]
+                for e in found["evidence"]
+            ]
+            if found["evidence_more"]:
+                lines.append(f"… and {found['evidence_more']} more lines")
+            out += ["Evidence:", "", *block("\n".join(lines)), ""]
+        out += [f"Advice: {text(found['advice'])}", ""]
+        resolution = found["resolution"]
+        fixes = []
+        if resolution["acknowledged"] is not None:
+            fixes.append(f"acknowledged: {text(resolution['acknowledged'])}")
+        fixes += [text(fact["text"]) for fact in resolution["later"]]
+        if fixes:
+            out += ["What fixed it:", "", *(f"- {fix}" for fix in fixes), ""]
+        else:
+            out += ["_Open: not acknowledged, and nothing later in the record shows it gone._", ""]
+    return out
+
+
+def _actions(doc: dict[str, Any]) -> list[str]:
+    out = ["## Action items", ""]
+    if not doc["action_items"]:
+        return out + _empty("action_items")
+    for item in doc["action_items"]:
+        if item["kind"] == "finding":
+            where = f" ({code(item['step'])} on {code(item['host'])})" if item["step"] else ""
+            out.append(
+                f"- [ ] **{item['severity']}** {code(item['key'])}{where}: {text(item['title'])}. "
+                f"{text(item['advice'])}"
+            )
+        else:
+            out.append(f"- [ ] {text(item['text'])}")
+    return out + [""]
+
+
+def _supporting(doc: dict[str, Any]) -> list[str]:
+    support = doc["supporting"]
+    out = ["## Supporting information", "", "### Commands", ""]
+    lines = []
+    for command in support["commands"]:
+        code_text = f", exit {command['exit_code']}" if command["exit_code"] is not None else ""
+        lines.append(
+            f"# {when(command['time'])} {command['step']} on {command['host']}: "
+            f"{command['status']}{code_text} (run {command['run']})"
+        )
+        lines.append(command["command"])
+    out += [*block("\n".join(lines), "shell"), ""] if lines else ["_No command was run._", ""]
+    out += ["### Versions", ""]
+    if not support["versions"]:
+        out += _empty("versions")
+    for host, known in support["versions"].items():
+        out += [f"#### {code(host)}", ""]
+        if known["torch_env"]:
+            out += [f"- torch-env at {text(when(known['torch_env']['time']))}: "
+                    f"{code(known['torch_env']['summary'])}"]  # fmt: skip
+        if known["packages"]:
+            told = f" ({text('from the ' + known['source'])})" if known["source"] else ""
+            out.append(f"- packages{told}:")
+            out += [
+                f"  - {code(name)} {code(version or 'removed')}"
+                for name, version in known["packages"].items()
+            ]
+        out.append("")
+    record = support["record"]
+    out += [
+        "### Record",
+        "",
+        f"Made by journal {text(record['journal_version'])} from {record['events']} events "
+        f"(the last at {text(when(record['last_event']))}); `journal verify` checks their "
+        "hash chain.",
+    ]
+    return out

@@ -1,0 +1,171 @@
+"""The throughput page: each series of figures before and after, what lay between, the charts
+(the same SVG as the postmortem's), and every figure with where it came from.
+
+A series (one metric of one workload on one host, see :mod:`journal.projections.metrics`) is
+a row comparing its first trusted figure (the last one labelled ``phase=before`` where there
+is one) with its latest; when more than one change led there, a row per change follows, each
+saying what lay between its two figures (the steps run on that host, another phase, or a
+plain repeat). Asked by htmx, the page answers with that table only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Blueprint, current_app, render_template, url_for
+
+from journal.export.chart import Chart, charts_of, number, rates_first, signed, signed_percent
+from journal.projections.metrics import (
+    Change,
+    Series,
+    all_series,
+    before_after,
+    change_steps,
+    higher_is_better,
+)
+from journal.projections.metrics import changes as changes_of
+from journal.projections.timeline import MetricView, Timeline
+from journal.web.output import page_of
+from journal.web.state import journal_or_404
+from journal.web.templating import wants_fragment
+
+bp = Blueprint("throughput", __name__, url_prefix="/j/<journal>/throughput")
+
+#: How the page (and a timeline item) says where a figure came from.
+SOURCES = {
+    "manual": "entered by hand",
+    "parsed": "benchmark run",
+    "builtin": "built-in benchmark",
+    "imported": "imported transcript",
+}
+
+#: A label value longer than this (a whole command line) is cut short; its title is whole.
+LABEL_CHARS = 40
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """A row of the before/after table: a series from its first figure to its latest
+    (``overall``), or one change along the way; ``change`` is None for a series with fewer
+    than two trusted figures."""
+
+    series: Series
+    change: Change | None
+    overall: bool
+
+    @property
+    def verdict(self) -> str:
+        """``better``, ``worse`` or ``same``: the colour of the change."""
+        better = self.change.better if self.change else None
+        return "same" if better is None else "better" if better else "worse"
+
+    @property
+    def untrusted(self) -> int:
+        """How many figures of the series cannot be trusted."""
+        return sum(1 for p in self.series.points if p.invalid)
+
+
+def change_rows(timeline: Timeline) -> list[ChangeRow]:
+    """The before/after table: per series (rates first, as the charts) its overall change,
+    then each change along the way when there was more than one (or the only one differs
+    from the overall)."""
+    steps = change_steps(timeline)
+    rows = []
+    for series in rates_first(all_series(timeline)):
+        overall = before_after(series, steps)
+        rows.append(ChangeRow(series, overall, True))
+        if overall is None:
+            continue
+        along = changes_of(series, steps)
+        same = len(along) == 1 and (along[0].before.seq, along[0].after.seq) == (
+            overall.before.seq,
+            overall.after.seq,
+        )
+        if not same:
+            rows.extend(ChangeRow(series, change, False) for change in along)
+    return rows
+
+
+@bp.app_template_global("metric_source")
+def source_text(metric: MetricView) -> str:
+    """Where a figure came from, as the pages say it (also on the timeline)."""
+    return SOURCES.get(metric.source, metric.source)
+
+
+def run_href(journal: str, timeline: Timeline, metric: MetricView) -> str | None:
+    """The page of the step run a figure was read from (None for one entered by hand)."""
+    if not metric.run or metric.run not in timeline.runs:
+        return None
+    return url_for("runs.page", journal=journal, run_id=metric.run)
+
+
+def line_href(journal: str, timeline: Timeline, metric: MetricView) -> str | None:
+    """The output line a figure was read from, on its run's page."""
+    href = run_href(journal, timeline, metric)
+    if href is None or metric.line is None:
+        return href
+    at = page_of(metric.line, current_app.config["LINES_PER_PAGE"])
+    return url_for("runs.page", journal=journal, run_id=metric.run, page=at) + f"#L{metric.line}"
+
+
+@bp.app_template_filter("metric_number")
+def metric_number(value: float) -> str:
+    """A figure as the pages print it: ``90``, ``54.1``, ``5,689``."""
+    return number(value)
+
+
+@bp.app_template_filter("metric_delta")
+def metric_delta(value: float) -> str:
+    """A difference of two figures with its sign: ``+42``, ``−35.9``."""
+    return signed(value)
+
+
+@bp.app_template_filter("metric_percent")
+def metric_percent(value: float | None) -> str:
+    """A change in percent: ``+77.6%``, ``−39.9%``."""
+    return signed_percent(value)
+
+
+@bp.app_template_global("metric_label_items")
+def metric_label_items(labels: dict[str, str], *skip: str) -> list[tuple[str, str]]:
+    """A figure's labels (but ``skip``, default ``host``) as ``(whole, shown)`` texts: a long
+    value (a benchmark's command line) is shown cut short, whole on hover."""
+    skip = skip or ("host",)
+    out = []
+    for key, value in sorted(labels.items()):
+        if key in skip:
+            continue
+        shown = value if len(value) <= LABEL_CHARS else value[: LABEL_CHARS - 1] + "…"
+        out.append((f"{key}={value}", f"{key}={shown}"))
+    return out
+
+
+#: A run's figures listed on its timeline item (the rest are on the throughput page).
+ITEM_FIGURES = 5
+
+
+@bp.app_template_global("headline_figures")
+def headline_figures(metrics: list[MetricView]) -> tuple[list[MetricView], int]:
+    """The figures a run's timeline item lists, rates first (a benchmark prints twenty
+    figures; its throughput is the one that matters), and how many it leaves out."""
+    ranked = sorted(metrics, key=lambda m: not higher_is_better(m.name, m.unit))
+    return ranked[:ITEM_FIGURES], max(0, len(ranked) - ITEM_FIGURES)
+
+
+@bp.get("")
+def page(journal: str) -> str:
+    state = journal_or_404(journal)
+    timeline = state.timeline
+    context = {
+        "state": state,
+        "journal": journal,
+        "rows": change_rows(timeline),
+        "figures": timeline.metrics,
+        "run_href": lambda m: run_href(journal, timeline, m),
+        "line_href": lambda m: line_href(journal, timeline, m),
+        "runs": timeline.runs,
+    }
+    if wants_fragment():
+        return render_template("throughput/_table.html", **context)
+    charts: list[Chart] = charts_of(timeline)
+    return render_template("throughput/page.html", charts=charts, **context)

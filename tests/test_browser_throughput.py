@@ -1,0 +1,108 @@
+"""The throughput page in a real browser (Debian's chromium through playwright, against a
+real `journal serve`): the charts drawn on the server render as SVG with a point per figure,
+within the Content-Security-Policy, and the page asks nothing of any other server. A
+screenshot goes to test-artifacts/throughput.png."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, Request, expect
+
+from tests.helpers import JOURNAL
+from tests.test_browser import ARTIFACTS, _env, _free_port, _get
+from tests.test_browser import browser as browser  # noqa: F401  (a fixture)
+from tests.test_browser import page as page  # noqa: F401  (a fixture: fails on CSP errors)
+from tests.test_chart import SEED, seed_events, write_journal
+
+
+@pytest.fixture(scope="module")
+def served_seed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`journal serve` on a database holding the seed story; its base URL."""
+    folder = tmp_path_factory.mktemp("browser-throughput")
+    db = folder / "journal.db"
+    write_journal(db, seed_events())
+    port = _free_port()
+    log_path = folder / "serve.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [*JOURNAL, "--db", str(db), "serve", "--port", str(port)],
+            env=_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                assert proc.poll() is None, log_path.read_text()
+                try:
+                    _get(url + "/", timeout=5)
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "journal serve did not answer"
+                    time.sleep(0.1)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_the_throughput_page_draws_its_charts_and_asks_no_other_server(
+    served_seed: str,
+    page: Page,  # noqa: F811
+) -> None:
+    asked: list[str] = []
+
+    def record(request: Request) -> None:
+        asked.append(request.url)
+
+    page.on("request", record)
+    page.goto(f"{served_seed}/j/{SEED}")
+    page.locator("nav.tabs").get_by_role("link", name="Throughput").click()
+    expect(page).to_have_url(f"{served_seed}/j/{SEED}/throughput")
+    charts = page.locator("figure.chart-box svg.chart")
+    expect(charts).to_have_count(2)
+    first = charts.first
+    expect(first.locator("g.point")).to_have_count(3)
+    assert first.locator("g.point text.value").all_text_contents() == ["90", "54.1", "96.1"]
+    marks = first.locator("g.mark text").all_text_contents()
+    assert marks == ["install-torch", "reinstall-sgl-kernel"]
+    # drawn, not just present: the chart has a size and its points sit inside it
+    box = first.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 150
+    dot = first.locator("g.point circle").nth(1).bounding_box()
+    assert dot is not None and box["x"] < dot["x"] < box["x"] + box["width"]
+    line = first.locator("polyline")
+    expect(line).to_have_count(1)
+    assert line.evaluate("el => el.getTotalLength()") > 100
+    expect(page.locator("#before-after td.percent.worse")).to_have_text("−39.9%")
+    expect(page.locator("#before-after td.percent.better").first).to_have_text("+6.8%")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "throughput.png"), full_page=True)
+    outside = [u for u in asked if not u.startswith((served_seed + "/", "data:"))]
+    assert asked and not outside, outside
+
+
+def test_a_figure_on_the_timeline_links_to_its_row_on_the_throughput_page(
+    served_seed: str,
+    page: Page,  # noqa: F811
+) -> None:
+    page.goto(f"{served_seed}/j/{SEED}")
+    item = page.locator("#timeline-list > li.item.metric")
+    expect(item).to_have_count(1)
+    expect(item).to_contain_text("gpu_power = 612.5 W")
+    expect(item).to_contain_text("entered by hand")
+    item.get_by_role("link", name="gpu_power").click()
+    expect(page).to_have_url(re.compile(r"/throughput#figure-\d+$"))
+    row = page.locator("#figures tr:target")
+    expect(row).to_contain_text("612.5")
+    expect(row).to_be_in_viewport()

@@ -1,0 +1,347 @@
+"""The throughput page and figures on the timeline, through Flask's test client: the seed
+story (90 → 54.1 → 96.1 tok/s around two upgrade steps, written to a real store as the
+recorder writes it) with a figure entered by hand through the real `journal record metric`."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from journal.events import MetricRecorded, NoteAdded
+from journal.export.chart import charts_of
+from journal.store import EventStore
+from journal.web import create_app
+from journal.web.selection import host_rows
+from tests.helpers import journal, text
+from tests.test_chart import (
+    SEED,
+    bench_events,
+    seed_events,
+    step_events,
+    timeline_of,
+    write_journal,
+)
+
+HX = {"HX-Request": "true"}
+
+
+class Tables(HTMLParser):
+    """The rows of one table of a page: (the row's classes, its cells' text)."""
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__()
+        self.table_id = table_id
+        self.depth = 0  # > 0 inside the table
+        self.rows: list[tuple[list[str], list[str]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "table" and (self.depth or found.get("id") == self.table_id):
+            self.depth += 1
+        elif self.depth and tag == "tr":
+            self.rows.append(((found.get("class") or "").split(), []))
+        elif self.depth and tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table" and self.depth:
+            self.depth -= 1
+        elif self._cell is not None and tag in ("td", "th"):
+            self.rows[-1][1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def table(html: str, table_id: str) -> list[tuple[list[str], list[str]]]:
+    parser = Tables(table_id)
+    parser.feed(html)
+    return parser.rows[1:]  # the header row aside
+
+
+def get(client: FlaskClient, url: str, status: int = 200, **kwargs: object) -> str:
+    response = client.get(url, **kwargs)
+    assert response.status_code == status, response.get_data(as_text=True)[:2000]
+    return response.get_data(as_text=True)
+
+
+def client_of(db: Path) -> FlaskClient:
+    return create_app({"DB": str(db), "TESTING": True}).test_client()
+
+
+@pytest.fixture(scope="module")
+def seed_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`journal init seed`, the seed story's runs, then a figure of no host entered by hand
+    with `journal record metric`."""
+    folder = tmp_path_factory.mktemp("throughput") / SEED
+    made = journal("init", str(folder))
+    assert made.returncode == 0, text(made.stderr)
+    db = folder / "journal.db"
+    write_journal(db, seed_events()[1:-1])  # the runs, without the init's or the hand's events
+    manual = journal(
+        "record", "metric", "gpu_power", "612.5", "--unit", "W", "--label", "phase=after", db=db
+    )
+    assert manual.returncode == 0, text(manual.stderr)
+    return db
+
+
+@pytest.fixture(scope="module")
+def client(seed_db: Path) -> FlaskClient:
+    return client_of(seed_db)
+
+
+# -- the throughput page ----------------------------------------------------------------------
+
+
+def test_before_after_table_shows_the_seed_story_overall_then_step_by_step(
+    client: FlaskClient,
+) -> None:
+    html = get(client, f"/j/{SEED}/throughput")
+    assert '<a href="/j/seed/throughput" class="current">Throughput</a>' in html
+    rows = table(html, "before-after")
+    throughput = [r for r in rows if r[1][0] in ("output_token_throughput", "↳ along the way")]
+    assert [(classes, cells) for classes, cells in throughput] == [
+        (
+            ["overall", "better"],
+            [
+                "output_token_throughput",
+                "benchmark=eagle3-c1, concurrency=1",
+                "gpu-box",
+                "90 tok/s",
+                "96.1 tok/s",
+                "+6.1",
+                "+6.8%",
+                "first → latest: install-torch, reinstall-sgl-kernel",
+            ],
+        ),
+        (
+            ["along", "worse"],
+            ["↳ along the way", "90 tok/s", "54.1 tok/s", "−35.9", "−39.9%", "install-torch"],
+        ),
+        (
+            ["along", "better"],
+            [
+                "↳ along the way",
+                "54.1 tok/s",
+                "96.1 tok/s",
+                "+42",
+                "+77.6%",
+                "reinstall-sgl-kernel",
+            ],
+        ),
+    ]
+    # the percent is coloured by whether it is better (throughput: higher)
+    assert re.search(r'class="num percent worse"[^>]*>−39\.9%<', html)
+    assert re.search(r'class="num percent better"[^>]*>\+77\.6%<', html)
+    # a figure alone has nothing to compare with, and says so
+    (power,) = [cells for _, cells in rows if cells[0] == "gpu_power"]
+    assert power[1:5] == ["—", "—", "612.5 W", "—"]
+    assert power[-1] == "one trusted figure so far"
+
+
+def test_the_page_shows_the_same_charts_as_the_exports(client: FlaskClient, seed_db: Path) -> None:
+    html = get(client, f"/j/{SEED}/throughput")
+    charts = charts_of(timeline_of(seed_db))
+    assert [c.title for c in charts] == [
+        "output_token_throughput (tok/s) · eagle3-c1",
+        "gpu_power (W)",
+    ]
+    for chart in charts:
+        assert chart.svg in html  # inline, byte for byte
+    assert html.index(charts[0].svg) > html.index('id="before-after"')
+
+
+def test_all_figures_say_where_each_came_from_and_link_their_line(
+    client: FlaskClient,
+) -> None:
+    html = get(client, f"/j/{SEED}/throughput")
+    rows = table(html, "figures")
+    assert [(cells[1], cells[2], cells[3]) for _, cells in rows] == [
+        ("output_token_throughput", "90", "tok/s"),
+        ("output_token_throughput", "54.1", "tok/s"),
+        ("output_token_throughput", "96.1", "tok/s"),
+        ("gpu_power", "612.5", "W"),
+    ]
+    first, *_, manual = rows
+    assert first[1][6] == "benchmark run eagle3-c1"
+    assert first[1][7] == "line 5: Output token throughput (tok/s): 90.00"
+    assert manual[1][6].startswith("entered by hand by ")
+    assert manual[1][4] == "phase=after" and manual[1][5] == "—"
+    # the evidence link opens the run's page at the line the figure was read from
+    link = re.search(r'<a href="(/j/seed/run/b1\?page=1#L5)">line 5</a>', html)
+    assert link is not None
+    assert '<a href="/j/seed/run/b1">eagle3-c1</a>' in html
+    run_page = get(client, link.group(1).split("#")[0])
+    line = re.search(r'id="L5"[^>]*>.*?</div>', run_page, re.S)
+    assert line is not None and "Output token throughput (tok/s):         90.00" in line.group(0)
+
+
+def test_an_untrusted_figure_is_listed_with_why_and_never_compared(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    write_journal(
+        db,
+        [
+            *bench_events("b1", 90.0),
+            *bench_events("b2", 12.0, invalid="3 of 32 requests failed"),
+            *bench_events("b3", 91.0),
+        ],
+    )
+    html = get(client_of(db), f"/j/{SEED}/throughput")
+    (row,) = table(html, "before-after")
+    assert row[1][3:7] == ["90 tok/s", "91 tok/s", "+1", "+1.1%"]
+    figures = table(html, "figures")
+    assert ["untrusted" in classes for classes, _ in figures] == [False, True, False]
+    assert "not trusted: 3 of 32 requests failed" in figures[1][1][6]
+
+
+def test_hostile_labels_and_hosts_are_shown_as_text(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    hostile = "<script>window.__pwned=1</script>"
+    host = "h<img src=x onerror=alert(1)>"
+    write_journal(
+        db,
+        [
+            *bench_events("b1", 10.0, host=host, labels={"model": hostile}),
+            *bench_events("b2", 20.0, host=host, labels={"model": hostile}),
+            MetricRecorded("loss", 1.5, None, {"note": hostile}, "manual", author=hostile),
+        ],
+    )
+    client = client_of(db)
+    for url in (f"/j/{SEED}/throughput", f"/j/{SEED}"):
+        html = get(client, url)
+        assert "<script>window" not in html and "<img src=x" not in html
+        assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+
+
+def test_a_journal_without_figures_says_how_to_record_them(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    write_journal(db, [NoteAdded("nothing measured yet")])
+    html = get(client_of(db), f"/j/{SEED}/throughput")
+    assert 'id="throughput-empty"' in html
+    assert "<code>journal run bench NAME</code>" in html
+    assert "<code>journal record metric NAME VALUE" in html
+    assert "<svg" not in html and 'id="before-after"' not in html
+
+
+def test_htmx_asks_for_the_before_after_table_alone(client: FlaskClient) -> None:
+    fragment = get(client, f"/j/{SEED}/throughput", headers=HX)
+    assert "<html" not in fragment and "<svg" not in fragment
+    assert fragment.lstrip().startswith('<table class="before-after" id="before-after">')
+    assert "+77.6%" in fragment
+
+
+def test_an_unknown_journal_has_no_throughput_page(client: FlaskClient) -> None:
+    get(client, "/j/nope/throughput", status=404)
+
+
+# -- figures on the timeline ------------------------------------------------------------------
+
+
+def items_of(html: str) -> list[tuple[str, str]]:
+    """(kind, host) of each timeline item, as tests/test_web.py reads them."""
+    found = re.findall(
+        r'<li class="item ([\w-]+)[^"]*" id="[^"]+" data-seq="\d+"(?: data-host="([^"]*)")?', html
+    )
+    return [(kind, host) for kind, host in found]
+
+
+def test_the_timeline_shows_a_figure_entered_by_hand_and_a_benchs_figures_in_its_run(
+    client: FlaskClient,
+) -> None:
+    html = get(client, f"/j/{SEED}")
+    assert items_of(html)[-1] == ("metric", "")
+    item = html[html.rindex('<li class="item metric"') :]
+    item = item[: item.index("</li>")]
+    assert re.search(r">gpu_power</a> = <b class=\"value\">612.5</b> <span class=\"unit\">W<", item)
+    assert '<span class="tag label" title="phase=after">phase=after</span>' in item
+    assert "entered by hand" in item
+    # a benchmark's run lists the figure read from it
+    bench = html[html.index('id="run-b2"') :]
+    bench = bench[: bench.index('<li class="item')]
+    assert re.search(r'>output_token_throughput</a> = <b class="value">54.1</b> tok/s', bench)
+    assert re.search(r"\(<span[^>]*>concurrency=1</span>\)", bench)
+
+
+def test_the_kind_filter_and_the_search_find_figures(client: FlaskClient) -> None:
+    html = get(client, f"/j/{SEED}?kind=metric")
+    assert '<option value="metric" selected>metric</option>' in html
+    assert items_of(html) == [("metric", "")]
+    assert items_of(get(client, f"/j/{SEED}?q=gpu_pow")) == [("metric", "")]
+    assert items_of(get(client, f"/j/{SEED}?q=phase%3Dafter")) == [("metric", "")]
+    assert ("metric", "") not in items_of(get(client, f"/j/{SEED}?kind=step"))
+
+
+def test_hosts_side_by_side_put_a_figure_of_no_host_across_every_column(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    events = [
+        *step_events("s1", "install-torch", "true", "ok\n", host="h1"),
+        *step_events("s2", "install-torch", "true", "ok\n", host="h2"),
+        MetricRecorded("gpu_power", 600.0, "W", {}, "manual"),
+        *bench_events("b1", 90.0, host="h2"),
+    ]
+    write_journal(db, events)
+    store = EventStore(str(db))
+    try:
+        store.append(SEED, [MetricRecorded("fan", 30.0, "%", {"host": "h1"}, "manual", "h1")])
+    finally:
+        store.close()
+    rows = host_rows(timeline_of(db).items)
+    assert [(row.wide is not None, sorted(row.cells)) for row in rows] == [
+        (False, ["h1", "h2"]),  # one step on both hosts
+        (True, []),  # the figure of no host
+        (False, ["h2"]),  # the benchmark
+        (False, ["h1"]),  # a figure of h1
+    ]
+    html = get(client_of(db), f"/j/{SEED}?layout=hosts")
+    wide = re.search(r'<td colspan="2"><ul class="timeline">\s*<li class="item metric"', html)
+    assert wide is not None
+
+
+# -- a real transcript ------------------------------------------------------------------------
+
+#: The seed session as pasted from the GPU host: the old stack's benchmark, the torch swap,
+#: the benchmark again, the kernels reinstalled, the benchmark a third time.
+SESSION = Path(__file__).resolve().parents[1] / "journal" / "demo" / "gpu-session.txt"
+
+
+def test_an_imported_transcript_reads_as_the_seed_story(tmp_path: Path) -> None:
+    folder = tmp_path / "imported"
+    assert journal("init", str(folder)).returncode == 0
+    runbook = folder / "runbook.toml"
+    runbook.write_text(runbook.read_text().replace("[hosts.this-machine]", "[hosts.gpu-box]"))
+    db = folder / "journal.db"
+    done = journal("import", "transcript", str(SESSION), "--host", "gpu-box", db=db, cwd=folder)
+    assert done.returncode == 0, text(done.stderr)
+    html = get(client_of(db), "/j/imported/throughput")
+    rows = table(html, "before-after")
+    start = next(i for i, (_, cells) in enumerate(rows) if cells[0] == "output_token_throughput")
+    overall, fell, rose = (cells for _, cells in rows[start : start + 3])
+    assert overall[3:7] == ["90 tok/s", "96.1 tok/s", "+6.1", "+6.8%"]
+    assert fell[1:5] == ["90 tok/s", "54.1 tok/s", "−35.9", "−39.9%"]
+    assert rose[1:5] == ["54.1 tok/s", "96.1 tok/s", "+42", "+77.6%"]
+    assert "uv-pip-install" in fell[5] and "uv-pip-install" in rose[5]  # what lay between
+    # the command line a series was measured with is a label: cut short, whole on hover
+    assert overall[1].startswith("benchmark=sglang.bench_serving, command=python -m sglang")
+    assert overall[1].endswith("…") and len(overall[1]) < 90
+    assert 'title="command=python -m sglang.bench_serving --backend sglang' in html
+    # rates come first: the table and the charts open with throughputs, not token counts
+    names = [cells[0] for classes, cells in rows if "overall" in classes]
+    assert all(name.endswith("throughput") for name in names[:4]), names
+    assert names.index("output_token_throughput") < names.index("total_input_tokens")
+    # on the timeline a benchmark's run lists its rates, and says how many more there are
+    timeline = get(client_of(db), "/j/imported")
+    runs = re.split(r'<li class="item step', timeline)[1:]
+    bench = next(run for run in runs if ">output_token_throughput</a>" in run)
+    assert re.search(r'>output_token_throughput</a> = <b class="value">90</b> tok/s', bench)
+    assert ">mean_ttft_ms</a>" not in bench
+    assert re.search(r"and \d+ more figures</a> on the throughput page", bench)
+    titles = re.findall(r'<figure class="chart-box" id="[^"]+" data-metric="([^"]+)"', html)
+    assert "output_token_throughput" in titles[:4]
+    assert titles.index("output_token_throughput") < titles.index("mean_ttft_ms")
