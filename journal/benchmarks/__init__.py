@@ -59,9 +59,15 @@ class BenchmarkSpec:
             assert self.run is not None
             return self.run
         source = resources.files("journal.benchmarks.scripts").joinpath("gpu.py").read_text()
-        # The python path stays unquoted so that ~ expands on the host; -u so that each
-        # figure arrives as it is measured, with no pty to line-buffer it.
-        return f"{python} -u -c {shlex.quote(source)} {self.builtin}"
+        # Written to a file on the host, not run with `python -c`: allreduce starts one process
+        # per GPU with multiprocessing's spawn, which imports the worker from the script's file.
+        # The python path stays unquoted so that ~ expands on the host; -u so that each figure
+        # arrives as it is measured, with no pty to line-buffer it.
+        return (
+            'f=$(mktemp "${TMPDIR:-/tmp}/journal-bench-XXXXXX.py") && '
+            f'printf "%s" {shlex.quote(source)} > "$f" && '
+            f'{python} -u "$f" {self.builtin}; s=$?; rm -f "$f"; exit $s'
+        )
 
 
 def guess_parser(command: str, text: str) -> str | None:
