@@ -83,3 +83,33 @@ def test_journal_run_bench_on_an_h200_recorded_the_builtin_figures(tmp_path) -> 
     assert changes == {"matmul_bf16": -1.1, "memcpy_d2d": -1.6}
     # The image's system NCCL is 2.28.3 while torch loads its wheel's 2.28.9.
     assert [p["id"] for p in here["pitfalls"]] == ["nccl-skew"]
+
+
+def test_journal_run_bench_allreduce_on_two_h200s_recorded_the_bus_bandwidth(tmp_path) -> None:
+    # The same capture on a host with two H200s (journal-capture.sh journal-h200x2): the
+    # built-in allreduce spawns one process per GPU from the script shipped to the host.
+    import shutil
+
+    from journal.events import MetricRecorded
+    from journal.store import EventStore
+
+    db = tmp_path / "h200x2.db"
+    shutil.copy(BENCH / "journal-h200x2.db", db)
+    store = EventStore(str(db))
+    try:
+        assert store.verify().ok
+        figures = [
+            r.event for r in store.read("h200-bench") if isinstance(r.event, MetricRecorded)
+        ]
+    finally:
+        store.close()
+    [allreduce] = [m for m in figures if m.name == "allreduce_busbw"]
+    assert (allreduce.value, allreduce.unit, allreduce.source) == (320.797, "GB/s", "builtin")
+    assert allreduce.labels == {
+        "benchmark": "allreduce",
+        "host": "h200",
+        "gpus": "2",
+        "mib": "1024",
+        "nccl": "2.28.9",
+    }
+    assert allreduce.text and allreduce.text.startswith('{"metric": "allreduce_busbw"')

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How tests/data/h200/bench/journal-h200.* were made: `journal run bench` of the built-in GPU
+# How tests/data/h200/bench/journal-h200{,x2}.* were made: `journal run bench` of the built-in GPU
 # benchmarks on a lent H200 host (the device tool), from the repo root, with journal's own
 # dependencies carried as .device/site.tar.gz (pip install --target for the host's python 3.12).
 # Everything lands in $OUT, named after $1 (journal-h200 on one GPU, journal-h200x2 on two).
