@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect
 
 from journal.events import OutputChunk, StepFinished, StepStarted
 from journal.pitfalls import judge
@@ -31,19 +30,9 @@ from journal.service.findings import journal_findings
 from journal.store import EventStore
 from journal.web.fold import JournalFold
 from journal.web.state import JournalStates
+from tests.browsing import chromium, http_get, journal_server, test_env
 from tests.helpers import JOURNAL, journal, text, write_runbook
 
-CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 DEMO = "cuda13-demo"
 LIVE = "live"
@@ -96,7 +85,7 @@ class Served:
         """`journal run step NAME` started in the background (wait for it)."""
         return subprocess.Popen(
             [*JOURNAL, "--db", str(self.db), "--runbook", str(self.runbook), "run", "step", name],
-            env=_env(),
+            env=test_env(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -120,73 +109,25 @@ class Served:
             return [row[0] for row in conn.execute(query, (run,))]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("JOURNAL_DB", "JOURNAL_RUNBOOK", "JOURNAL_TOKEN"):
-        env.pop(name, None)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _get(url: str, timeout: float = 10) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read().decode()
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One database: the demo's journal, and a `live` journal with steps run on `local`."""
     folder = tmp_path_factory.mktemp("browser")
-    demo = journal("demo", str(folder / "demo"), env=_env())
+    demo = journal("demo", str(folder / "demo"), env=test_env())
     assert demo.returncode == 0, text(demo.stderr)
     db = folder / "demo" / "journal.db"
     runbook = write_runbook(folder, RUNBOOK)
     for step in ("deep", "chunks"):
-        result = journal("run", "step", step, db=db, runbook=runbook, env=_env())
+        result = journal("run", "step", step, db=db, runbook=runbook, env=test_env())
         assert result.returncode == 0, text(result.stderr)
-    port = _free_port()
-    log = (folder / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [*JOURNAL, "--db", str(db), "serve", "--port", str(port)],
-        env=_env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, (folder / "serve.log").read_text()
-            try:
-                _get(url + "/", timeout=5)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "journal serve did not answer"
-                time.sleep(0.1)
+    with journal_server(db, folder / "serve.log") as (url, proc):
         yield Served(db, runbook, url, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
@@ -227,7 +168,8 @@ def test_main_pages_render_and_are_saved_as_screenshots(served: Served, page: Pa
     expect(page.locator("table.journals tr.journal")).to_have_count(2)
     _shot(page, "journals")
     page.get_by_role("link", name=DEMO, exact=True).click()
-    expect(page.locator("#timeline-list > li.item.step")).to_have_count(5)
+    # the plan's 5 steps, the CPU benchmark before and after, the 8 commands of the GPU session
+    expect(page.locator("#timeline-list > li.item.step")).to_have_count(15)
     _shot(page, "timeline")
     page.get_by_role("link", name="reinstall-torch").click()
     expect(page.locator("#packages tr.kind-downgraded")).to_have_count(2)  # numpy, pillow
@@ -457,8 +399,8 @@ def test_open_streams_hold_up_no_request_and_end_when_their_browser_goes(served:
             assert stream.readline().startswith(b"retry:")
             streams.append(stream)
         started = time.monotonic()
-        assert f'href="/j/{DEMO}"' in _get(served.url + "/")
-        assert "timeline-items" in _get(f"{served.url}/j/{LIVE}")
+        assert f'href="/j/{DEMO}"' in http_get(served.url + "/")
+        assert "timeline-items" in http_get(f"{served.url}/j/{LIVE}")
         assert time.monotonic() - started < 2.0
         assert _threads(served.proc.pid) >= baseline + 4
     finally:
@@ -502,7 +444,7 @@ def test_the_incremental_fold_is_the_full_replay_batch_after_batch(served: Serve
 
 
 def test_served_pages_name_their_stream_and_last_event(served: Served) -> None:
-    html = _get(f"{served.url}/j/{LIVE}?host=box")
+    html = http_get(f"{served.url}/j/{LIVE}?host=box")
     seq = re.search(r'id="timeline-items" data-last-seq="(\d+)"', html)
     assert seq is not None
     connect = re.search(r'sse-connect="([^"]+)"', html)

@@ -6,15 +6,13 @@ screenshot goes to test-artifacts/throughput.png."""
 from __future__ import annotations
 
 import re
-import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, Request, expect
 
-from tests.helpers import JOURNAL
-from tests.test_browser import ARTIFACTS, _env, _free_port, _get
+from tests.browsing import journal_server
+from tests.test_browser import ARTIFACTS
 from tests.test_browser import browser as browser  # noqa: F401  (a fixture)
 from tests.test_browser import page as page  # noqa: F401  (a fixture: fails on CSP errors)
 from tests.test_chart import SEED, seed_events, write_journal
@@ -26,34 +24,8 @@ def served_seed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("browser-throughput")
     db = folder / "journal.db"
     write_journal(db, seed_events())
-    port = _free_port()
-    log_path = folder / "serve.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [*JOURNAL, "--db", str(db), "serve", "--port", str(port)],
-            env=_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                assert proc.poll() is None, log_path.read_text()
-                try:
-                    _get(url + "/", timeout=5)
-                    break
-                except OSError:
-                    assert time.monotonic() < deadline, "journal serve did not answer"
-                    time.sleep(0.1)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    with journal_server(db, folder / "serve.log") as (url, _):
+        yield url
 
 
 def test_the_throughput_page_draws_its_charts_and_asks_no_other_server(

@@ -11,13 +11,9 @@ a file and served by `journal serve`), and what hosts printed must stay text.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import sqlite3
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -27,14 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
-from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
+from tests.browsing import chromium, journal_server, test_env
+from tests.helpers import journal, no_traceback, text, write_runbook
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = ROOT / "journal" / "demo" / "gpu-session.txt"
-CHROMIUM = "/usr/bin/chromium"
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 NAME = "seed-upgrade"
 
 RUNBOOK = f"""[journal]
@@ -93,15 +88,8 @@ KEYS = {
 }
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("JOURNAL_DB", "JOURNAL_RUNBOOK", "JOURNAL_TOKEN"):
-        env.pop(name, None)
-    return env
-
-
 def _ok(*args: str, db: Path, runbook: Path | None = None) -> str:
-    result = journal(*args, db=db, runbook=runbook, env=_env())
+    result = journal(*args, db=db, runbook=runbook, env=test_env())
     assert result.returncode == 0, text(result.stderr)
     return text(result.stdout)
 
@@ -269,12 +257,8 @@ def test_what_hosts_and_people_wrote_stays_text_in_markdown_and_html(seed: Seed)
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def _watched(browser: Browser) -> tuple[Page, list[str], list[str]]:
@@ -371,44 +355,16 @@ def test_bad_input_is_refused_in_one_paragraph_with_exit_status_2(
         assert result.returncode == 2, (args, err)
         assert said in err and no_traceback(result), (args, err)
         assert err.count("\n") == 1 and not result.stdout, (args, err)
-    missing = journal("export", "postmortem", db=tmp_path / "none.db", env=_env(), cwd=tmp_path)
+    missing = journal("export", "postmortem", db=tmp_path / "none.db", env=test_env(), cwd=tmp_path)
     assert missing.returncode == 2 and "no database" in text(missing.stderr)
     assert not (tmp_path / "none.db").exists()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def served(seed: Seed) -> Iterator[str]:
     """`journal serve` on the seed's database; its base URL."""
-    port = _free_port()
-    log = (seed.folder / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [*JOURNAL, "--db", str(seed.db), "serve", "--port", str(port)],
-        env=_env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, (seed.folder / "serve.log").read_text()
-            try:
-                urllib.request.urlopen(url + "/", timeout=5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "journal serve did not answer"
-                time.sleep(0.1)
+    with journal_server(seed.db, seed.folder / "serve.log") as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
 
 
 def test_the_web_ui_links_and_serves_all_three(seed: Seed, served: str, browser: Browser) -> None:
@@ -450,7 +406,7 @@ def test_the_web_ui_links_and_serves_all_three(seed: Seed, served: str, browser:
 
 def test_the_demo_upgrade_tells_what_changed_and_what_fixed_it(tmp_path: Path) -> None:
     folder = tmp_path / "demo"
-    made = journal("demo", str(folder), env=_env())
+    made = journal("demo", str(folder), env=test_env())
     assert made.returncode == 0, text(made.stderr)
     db, runbook = folder / "journal.db", folder / "runbook.toml"
     doc = json.loads(_ok("export", "postmortem", "--format", "json", db=db, runbook=runbook))
