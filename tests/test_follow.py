@@ -27,14 +27,18 @@ def test_log_follow_prints_lines_of_a_step_running_in_another_process(tmp_path: 
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    step = subprocess.Popen(
-        [*base, "run", "step", "ticks"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
     seen = b""
     selector = selectors.DefaultSelector()
     assert follower.stdout is not None
     selector.register(follower.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + 20
+    # The step starts once the follower is following, so its start arrives as a live event.
+    while b"-- following" not in seen and time.monotonic() < deadline:
+        if selector.select(0.2):
+            seen += follower.stdout.read1(65536)
+    step = subprocess.Popen(
+        [*base, "run", "step", "ticks"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     while b"tick 3\n" not in seen and time.monotonic() < deadline:
         if selector.select(0.2):
             seen += follower.stdout.read1(65536)

@@ -50,13 +50,13 @@ env = {{ UV_CACHE_DIR = "{root}/uv-cache", UV_NO_CONFIG = "1", UV_PYTHON_DOWNLOA
 import_torch = true
 
 # A real measurement that needs no GPU: the target env's python multiplying matrices in pure
-# Python, run before the upgrade and after it (`--label phase=before` / `phase=after`).
+# Python (best of nine), run before the upgrade and after it (`--label phase=before` / `phase=after`).
 [benchmarks.cpu-matmul]
 run = '''{py} -c "{matmul}"'''
 parser = "regex"
 pattern = 'matmul n=\\d+: (?P<matmul_mflops>[0-9.]+) MFLOP/s'
 units = {{ matmul_mflops = "MFLOP/s" }}
-description = "pure-Python float matrix multiply, best of 5 (CPU only)"
+description = "pure-Python float matrix multiply, best of 9 (CPU only)"
 
 [[steps]]
 name = "backup-env"
@@ -83,14 +83,14 @@ expect = {{ "torch.version" = "*+cu130", "torch.cuda" = "13.0", "nccl" = ">=2.28
 """
 
 
-#: The CPU benchmark: best of five n x n matrix products in pure Python, in MFLOP/s.
+#: The CPU benchmark: best of nine n x n matrix products in pure Python, in MFLOP/s.
 MATMUL = (
     "import random, time; n = 80; r = random.Random(1); "
     "a = [[r.random() for _ in range(n)] for _ in range(n)]; "
     "b = [list(col) for col in zip(*[[r.random() for _ in range(n)] for _ in range(n)])]; "
     "best = min((lambda t: (sum(sum(x * y for x, y in zip(row, col)) "
     "for row in a for col in b), time.perf_counter() - t)[1])(time.perf_counter()) "
-    "for _ in range(5)); "
+    "for _ in range(9)); "
     "print(f'matmul n={n}: {2 * n ** 3 / best / 1e6:.1f} MFLOP/s')"
 )
 
