@@ -21,12 +21,15 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(VENV)/.installed node_modules/.installed
 
-# A real sshd for the SSH tests (the tests start their own, on loopback) and Debian's
-# chromium for the browser tests (driven by playwright; its own browser download is never used).
+# A real sshd for the SSH tests (the tests start their own, on loopback), Debian's
+# chromium for the browser tests (driven by playwright; its own browser download is never used),
+# and Debian's PostgreSQL for the store's tests (they initdb and start their own on loopback, as
+# the `postgres` user under root, and stop it after).
 system-deps:
 	@missing=""; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server openssh-client"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 		$(APT) update -qq && $(APT) install -y -qq $$missing >/dev/null; \
 	fi
@@ -48,6 +51,7 @@ bench: install system-deps
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/pitfalls.py
 	$(BIN)/python bench/web.py
+	$(BIN)/python bench/fleet.py
 
 clean:
 	rm -rf $(VENV) node_modules demo test-artifacts

@@ -1,4 +1,5 @@
-"""The runbook (``runbook.toml``): the hosts, the ordered steps of the plan, what to redact.
+"""The runbook (``runbook.toml``): the hosts and their groups, the ordered steps of the plan,
+what to redact.
 
 Every error names the file, the line where one can be found, and the key path, and is raised
 as :class:`BadInput` (exit status 2).
@@ -9,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ class Runbook:
     probes: dict[str, ProbeSpec] = field(default_factory=dict)
     benchmarks: dict[str, BenchmarkSpec] = field(default_factory=dict)
     text: str = ""
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def plan(self) -> list[str]:
@@ -118,12 +120,50 @@ class Runbook:
         """The host called ``name``; an unknown name suggests the closest."""
         if name in self.hosts:
             return self.hosts[name]
+        if name in self.groups:
+            raise BadInput(
+                f"{self.path}: {name!r} is a group of hosts, not a host: use --group {name}"
+            )
         raise BadInput(f"{self.path}: no host named {name!r}{suggest(name, list(self.hosts))}")
 
-    def hosts_for(self, step: Step, chosen: list[str], all_hosts: bool) -> list[Host]:
-        """The hosts a step runs on: those named with --host, else the step's, else all."""
-        if chosen:
-            return [self.host(h) for h in dict.fromkeys(chosen)]
+    def group(self, name: str) -> list[Host]:
+        """The hosts of group ``name``, in the group's order; an unknown name suggests one."""
+        if name in self.groups:
+            return [self.hosts[h] for h in self.groups[name]]
+        if name in self.hosts:
+            raise BadInput(f"{self.path}: {name!r} is a host, not a group: use --host {name}")
+        if not self.groups:
+            raise BadInput(
+                f"{self.path}: no group named {name!r}: the runbook has no [groups] table "
+                f'(e.g. [groups] with gpu = ["gpu-1", "gpu-2"])'
+            )
+        raise BadInput(f"{self.path}: no group named {name!r}{suggest(name, list(self.groups))}")
+
+    def chosen(self, hosts: list[str], groups: list[str], all_hosts: bool = False) -> list[Host]:
+        """The hosts named with ``--group`` (each group in its order) then ``--host``, each
+        once; empty when neither was given. ``--all-hosts`` with either is bad input."""
+        if all_hosts and (hosts or groups):
+            given = " and ".join(o for o, v in (("--host", hosts), ("--group", groups)) if v)
+            raise BadInput(
+                f"--all-hosts runs on every host of the runbook; it cannot be combined with "
+                f"{given}: drop one"
+            )
+        found = [h for g in dict.fromkeys(groups) for h in self.group(g)]
+        found += [self.host(h) for h in dict.fromkeys(hosts)]
+        return list({h.name: h for h in found}.values())
+
+    def hosts_for(
+        self,
+        step: Step,
+        chosen: list[str],
+        all_hosts: bool,
+        groups: list[str] | None = None,
+    ) -> list[Host]:
+        """The hosts a step runs on: those named with --group and --host, else the step's
+        (its groups expanded), else all."""
+        named = self.chosen(chosen, groups or [], all_hosts)
+        if named:
+            return named
         if step.hosts and not all_hosts:
             return [self.hosts[h] for h in step.hosts]
         return list(self.hosts.values())
@@ -289,13 +329,14 @@ def parse(text: str, path: Path) -> Runbook:
             "hosts", 'no hosts: add one, e.g. [hosts.gpu-box] with ssh = "user@host" or "local"'
         )
     hosts = {h: _host(check, h, spec) for h, spec in hosts_table.items()}
+    groups = _groups(check, check.table(data.get("groups", {}), "groups"), hosts)
 
     steps_value = data.get("steps", [])
     if not isinstance(steps_value, list):
         raise check.fail("steps", "steps are an array of tables: write [[steps]], not [steps]")
     steps: list[Step] = []
     for index, spec in enumerate(steps_value):
-        step = _step(check, f"steps[{index}]", spec, hosts)
+        step = _step(check, f"steps[{index}]", spec, hosts, groups)
         if any(s.name == step.name for s in steps):
             raise check.fail(f"steps[{index}].name", f"a step named {step.name!r} comes earlier")
         steps.append(step)
@@ -311,8 +352,12 @@ def parse(text: str, path: Path) -> Runbook:
                     f"no probe named {probe!r}{suggest(probe, list(probes))}",
                 )
     benchmarks = benchmark_specs(
-        check.table(data.get("benchmarks", {}), "benchmarks"), list(hosts), check.fail
+        check.table(data.get("benchmarks", {}), "benchmarks"), [*hosts, *groups], check.fail
     )
+    benchmarks = {
+        n: replace(b, hosts=_expand(b.hosts, groups)) if b.hosts else b
+        for n, b in benchmarks.items()
+    }
     for bench in benchmarks:
         if bench in {s.name for s in steps}:
             raise check.fail(
@@ -320,7 +365,7 @@ def parse(text: str, path: Path) -> Runbook:
                 f"a step is also named {bench!r}: give the benchmark its own name, so the "
                 "timeline and `journal status` can tell them apart",
             )
-    return Runbook(path, name, hosts, steps, redact, probes, benchmarks, text)
+    return Runbook(path, name, hosts, steps, redact, probes, benchmarks, text, groups)
 
 
 def _host(check: _Checker, name: str, spec: Any) -> Host:
@@ -353,6 +398,46 @@ def _host(check: _Checker, name: str, spec: Any) -> Host:
     return Host(name, ssh, python, env, accept)
 
 
+def _groups(check: _Checker, table: dict[str, Any], hosts: dict[str, Host]) -> dict[str, list[str]]:
+    """``[groups] gpu = ["gpu-1", "gpu-2"]``: named, ordered lists of hosts (hosts only, no
+    groups of groups), each host once, no group named like a host (--host/--group and a
+    step's ``hosts`` would be ambiguous)."""
+    groups: dict[str, list[str]] = {}
+    for name, members in table.items():
+        key = f"groups.{name}"
+        if not NAME.match(name):
+            raise check.fail(
+                key, f"{name!r} is not a usable group name (letters, digits, '.', '_', '-')"
+            )
+        if name in hosts:
+            raise check.fail(
+                key,
+                f"{name!r} is also a host's name: give the group its own name, so that "
+                "--host, --group and a step's hosts cannot mean both",
+            )
+        members = check.strings(members, key)
+        if not members:
+            raise check.fail(key, 'the group is empty: list its hosts, e.g. ["gpu-1"]')
+        for member in members:
+            if member not in hosts:
+                hint = (
+                    " (a group lists hosts, not other groups)"
+                    if member in table
+                    else suggest(member, list(hosts))
+                )
+                raise check.fail(key, f"no host named {member!r}{hint}")
+        twice = sorted({m for m in members if members.count(m) > 1})
+        if twice:
+            raise check.fail(key, f"{', '.join(map(repr, twice))} listed more than once")
+        groups[name] = members
+    return groups
+
+
+def _expand(names: list[str], groups: dict[str, list[str]]) -> list[str]:
+    """Host names with each group's name replaced by its hosts, in place, each host once."""
+    return list(dict.fromkeys(h for n in names for h in groups.get(n, [n])))
+
+
 def _expect_specs(check: _Checker, expect: dict[str, Any], key: str) -> None:
     """Every expectation must parse now, not fail halfway through an upgrade."""
     from journal.expect import validate
@@ -360,7 +445,9 @@ def _expect_specs(check: _Checker, expect: dict[str, Any], key: str) -> None:
     validate(expect, key, check.fail)
 
 
-def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
+def _step(
+    check: _Checker, key: str, spec: Any, hosts: dict[str, Host], groups: dict[str, list[str]]
+) -> Step:
     spec = check.table(spec, key)
     check.known_keys(spec, STEP_KEYS, key)
     if "name" not in spec:
@@ -385,8 +472,12 @@ def _step(check: _Checker, key: str, spec: Any, hosts: dict[str, Host]) -> Step:
     _expect_specs(check, expect, f"{key}.expect")
     step_hosts = check.strings(spec.get("hosts", []), f"{key}.hosts")
     for host in step_hosts:
-        if host not in hosts:
-            raise check.fail(f"{key}.hosts", f"no host named {host!r}{suggest(host, list(hosts))}")
+        if host not in hosts and host not in groups:
+            known = [*hosts, *groups]
+            raise check.fail(
+                f"{key}.hosts", f"no host or group named {host!r}{suggest(host, known)}"
+            )
+    step_hosts = _expand(step_hosts, groups)
     snapshots = spec.get("snapshots", True)
     if not isinstance(snapshots, bool):
         raise check.fail(f"{key}.snapshots", f"expected true or false, got {_kind(snapshots)}")
@@ -411,6 +502,11 @@ redact = []
 ssh = "local"
 python = "python3"
 # accept_new_host_key = true   # accept (and record) an SSH host key not yet known
+
+# Groups name several hosts at once: `journal run step NAME --group gpu` (with --rolling N
+# to go N hosts at a time, stopping at a failure), or hosts = ["gpu"] in a step.
+# [groups]
+# gpu = ["this-machine"]
 
 [[steps]]
 name = "backup-env"

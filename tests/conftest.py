@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.sshd import SshHome, SshServer
+from tests.postgres import FAST, PostgresServer
+from tests.sshd import Fleet, SshHome, SshServer
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +45,76 @@ def ssh_home(_ssh_home_session: SshHome) -> Iterator[SshHome]:
     """
     yield _ssh_home_session
     _ssh_home_session.reset()
+
+
+#: The loopback addresses of the `fleet` fixture's sshds (apart from `sshd_fleet`'s).
+FLEET_ADDRESSES = [f"127.0.0.{i}" for i in range(11, 16)]
+#: The host of the fleet whose target env holds the other torch (index into the fleet).
+FLEET_ODD = 2
+
+
+@pytest.fixture(scope="session")
+def standin_envs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two target venvs made by real uv from the demo's stand-in wheels, offline: ``cu128``
+    (torch 2.10.0+cu128, numpy 2.4.2) and ``cu130`` (torch 2.12.0.dev20260226+cu130, numpy
+    2.4.1, nvidia-nccl-cu13 2.28.9); each value is the venv's python."""
+    from journal.demo.run import find_uv
+    from journal.demo.wheels import build_indexes
+
+    root = tmp_path_factory.mktemp("standin-envs")
+    indexes = build_indexes(root / "indexes")
+    uv = find_uv()
+    env = {**os.environ, "UV_CACHE_DIR": str(root / "uv-cache"), "UV_NO_CONFIG": "1"}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    pythons = {}
+    for variant in ("cu128", "cu130"):
+        venv = root / f"env-{variant}"
+        python = venv / "bin" / "python3"
+        for cmd in (
+            [uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
+            [uv, "pip", "install", "--quiet", "--python", str(python), "torch", "numpy"]
+            + ["--index-url", indexes[variant].as_uri()],
+        ):
+            subprocess.run(cmd, env=env, check=True, capture_output=True)
+        pythons[variant] = python
+    return pythons
+
+
+@pytest.fixture(scope="session")
+def fleet(standin_envs: dict[str, Path]) -> Iterator[Fleet]:
+    """Five real sshds on 127.0.0.11-15, hosts ``gpu-1`` … ``gpu-5`` of one client HOME;
+    every host's target python has the cu128 stand-in torch except ``fleet.odd`` (gpu-3),
+    whose env holds the cu130 nightly stand-in."""
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(SshServer(a)) for a in FLEET_ADDRESSES]
+        pythons = [
+            str(standin_envs["cu130" if i == FLEET_ODD else "cu128"]) for i in range(len(servers))
+        ]
+        built = Fleet(servers, pythons, FLEET_ODD)
+        yield built
+        built.cleanup()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server on 127.0.0.1, for the whole session (started when a test
+    first asks for it; run as the `postgres` user under root)."""
+    with PostgresServer("127.0.0.1", settings=FAST) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> Iterator[str]:
+    """A fresh, empty database on the session's PostgreSQL server, dropped after the test."""
+    url = postgres.create_database()
+    yield url
+    postgres.drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database on each backend in turn, as `--db` takes it: an SQLite file's path,
+    then a PostgreSQL URL (``postgresql+psycopg://journal@127.0.0.1:PORT/NAME``)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "journal.db")
+    return request.getfixturevalue("postgres_url")

@@ -53,3 +53,28 @@ def run_all(
     commands: Sequence[Sequence[str]], **kwargs
 ) -> list[subprocess.CompletedProcess[bytes]]:  # type: ignore[no-untyped-def]
     return [journal(*c, **kwargs) for c in commands]
+
+
+def drain_pty(master: int, proc: subprocess.Popen[bytes], timeout: float) -> bytes:
+    """Everything a process writes to its terminal (``master`` side) until it closes it or
+    exits, or ``timeout`` passes; then wait for it and close the terminal."""
+    import select
+    import time
+
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            out += data
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=10)
+    os.close(master)
+    return out

@@ -12,6 +12,7 @@ No mocks: the tests talk SSH to a genuine sshd as the current user.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import shutil
 import socket
@@ -250,3 +251,51 @@ class SshHome:
     def cleanup(self) -> None:
         """Delete the folder."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Fleet:
+    """Several real sshds on loopback addresses, a client HOME for them, and one runbook host
+    per server (``gpu-1``, ``gpu-2``, …), each with the target python it probes.
+
+    `hosts_toml()` writes their `[hosts.*]` tables, a `[groups]` table and whatever the test
+    adds; `env()` is the environment the `journal` CLI runs in (HOME pointing at the client).
+    """
+
+    def __init__(self, servers: list[SshServer], pythons: list[str], odd: int) -> None:
+        self.servers = servers
+        self.home = SshHome(servers)
+        self.names = [f"gpu-{i}" for i in range(1, len(servers) + 1)]
+        self.pythons = dict(zip(self.names, pythons, strict=True))
+        #: The host whose target env differs from the others'.
+        self.odd = self.names[odd]
+
+    def __repr__(self) -> str:
+        pairs = zip(self.names, self.servers, strict=True)
+        return f"Fleet({', '.join(f'{n}={s.address}' for n, s in pairs)})"
+
+    def hosts_toml(self, groups: dict[str, list[str]] | None = None) -> str:
+        """The `[hosts.gpu-N]` tables and `[groups]` (default: ``gpu`` = every host,
+        ``canary`` = the first two, ``rest`` = the others)."""
+        groups = groups or {
+            "gpu": self.names,
+            "canary": self.names[:2],
+            "rest": self.names[2:],
+        }
+        hosts = "".join(
+            f'[hosts.{name}]\nssh = "{server.alias}"\npython = "{self.pythons[name]}"\n\n'
+            for name, server in zip(self.names, self.servers, strict=True)
+        )
+        listed = "".join(f"{group} = {json.dumps(members)}\n" for group, members in groups.items())
+        return f"{hosts}[groups]\n{listed}\n"
+
+    def runbook(self, folder: Path, body: str, name: str = "fleet-test") -> Path:
+        """Write `folder/runbook.toml`: the journal `name`, the hosts and groups, `body`."""
+        path = folder / "runbook.toml"
+        path.write_text(f'[journal]\nname = "{name}"\n\n{self.hosts_toml()}{body}')
+        return path
+
+    def env(self) -> dict[str, str]:
+        return self.home.env()
+
+    def cleanup(self) -> None:
+        self.home.cleanup()

@@ -98,9 +98,7 @@ def test_journal_run_bench_allreduce_on_two_h200s_recorded_the_bus_bandwidth(tmp
     store = EventStore(str(db))
     try:
         assert store.verify().ok
-        figures = [
-            r.event for r in store.read("h200-bench") if isinstance(r.event, MetricRecorded)
-        ]
+        figures = [r.event for r in store.read("h200-bench") if isinstance(r.event, MetricRecorded)]
     finally:
         store.close()
     [allreduce] = [m for m in figures if m.name == "allreduce_busbw"]

@@ -25,7 +25,6 @@ import fcntl
 import json
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
@@ -43,7 +42,7 @@ from journal.pitfalls._bench import Figure, bench_key
 from journal.pitfalls.base import Run
 from journal.pitfalls.subjects import from_journal, from_transcript
 from journal.store import EventStore
-from tests.helpers import JOURNAL, journal, text, write_runbook
+from tests.helpers import JOURNAL, drain_pty, journal, text, write_runbook
 from tests.sshd import SshHome, SshServer
 
 DATA = Path(__file__).parent / "data"
@@ -614,23 +613,7 @@ def in_pty(argv: list[str], after: float = 0.8) -> str:
     os.close(slave)
     time.sleep(after)
     os.write(master, b"\x03")
-    out = b""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                data = os.read(master, 4096)
-            except OSError:
-                break
-            if not data:
-                break
-            out += data
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=10)
-    os.close(master)
-    return out.decode().replace("\r\n", "\n")
+    return drain_pty(master, proc, 10).decode().replace("\r\n", "\n")
 
 
 def test_ctrl_c_and_killed_in_transcripts_from_a_real_pty_and_bash(tmp_path: Path) -> None:

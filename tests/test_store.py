@@ -1,5 +1,6 @@
-"""The event store as its users meet it: several writers at once, append-only, tamper-evident,
-byte-exact, its schema owned by Alembic, and `--db` taking a path or a URL."""
+"""The event store as its users meet it, on SQLite and on PostgreSQL alike (one contract, two
+backends, through the `store_url` fixture): several writers at once, append-only,
+tamper-evident, byte-exact, its schema owned by Alembic, and `--db` taking a path or a URL."""
 
 from __future__ import annotations
 
@@ -20,10 +21,10 @@ from journal.store import EventStore
 from tests.helpers import journal, no_traceback, text
 
 ROOT = Path(__file__).resolve().parents[1]
-MIGRATION = ROOT / "migrations" / "versions" / "0001_events.py"
+VERSIONS = ROOT / "migrations" / "versions"
 
-WRITERS = 4
-PER_WRITER = 5_000
+WRITERS = 8
+PER_WRITER = 2_500
 
 #: One writer: opens the store, says it is ready, waits for the go file, then appends
 #: PER_WRITER events, each carrying the marker "TAG:N", in single appends and small batches.
@@ -62,10 +63,18 @@ print(f"{tag}: {total} events in {appends} appends")
 """
 
 
+class Refused(Exception):
+    """The database refused a statement run behind journal's back (either backend's error)."""
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
+
+
+def _pg(db: str) -> bool:
+    return db.startswith("postgresql")
 
 
 def _marker(event: object) -> str:
@@ -75,52 +84,97 @@ def _marker(event: object) -> str:
     return event.text
 
 
-def _notes(db: Path, count: int, journal_name: str = "j") -> None:
+def _notes(db: str | Path, count: int, journal_name: str = "j") -> None:
     store = EventStore(str(db))
     for n in range(1, count + 1):
         store.append(journal_name, [NoteAdded(text=f"note {n}", author="test")])
     store.close()
 
 
-def _sql(db: Path, *statements: str) -> None:
-    """Statements run straight through the sqlite3 module, behind journal's back."""
-    conn = sqlite3.connect(db, isolation_level=None)
+def _query(db: str | Path, statement: str, *params: object) -> list[tuple]:
+    """Rows of a query run straight through the driver, behind journal's back."""
+    if _pg(str(db)):
+        import psycopg
+
+        with psycopg.connect(str(db).replace("+psycopg", "")) as conn:
+            return conn.execute(statement.replace("?", "%s"), params).fetchall()  # type: ignore[arg-type]
+    conn = sqlite3.connect(db)
     try:
-        for statement in statements:
-            conn.execute(statement)
+        return conn.execute(statement, params).fetchall()
     finally:
         conn.close()
 
 
-def _trigger_sql(action: str) -> str:
+def _sql(db: str | Path, *statements: str) -> None:
+    """Statements run straight through the driver, behind journal's back, each committed."""
+    if _pg(str(db)):
+        import psycopg
+
+        try:
+            with psycopg.connect(str(db).replace("+psycopg", ""), autocommit=True) as conn:
+                for statement in statements:
+                    conn.execute(statement)  # type: ignore[arg-type]
+        except psycopg.Error as exc:
+            raise Refused(str(exc)) from exc
+        return
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    except sqlite3.DatabaseError as exc:
+        raise Refused(str(exc)) from exc
+    finally:
+        conn.close()
+
+
+def _drop_trigger(db: str | Path, action: str) -> str:
+    on = " ON events" if _pg(str(db)) else ""
+    return f"DROP TRIGGER events_no_{action.lower()}{on}"
+
+
+def _trigger_sql(db: str | Path, action: str) -> str:
     """The trigger exactly as the migration creates it, to put it back after tampering."""
+    if _pg(str(db)):
+        return (
+            f"CREATE TRIGGER events_no_{action.lower()} BEFORE {action} ON events "
+            "FOR EACH ROW EXECUTE FUNCTION events_append_only()"
+        )
     return (
         f"CREATE TRIGGER events_no_{action.lower()} BEFORE {action} ON events "
         f"BEGIN SELECT RAISE(ABORT, 'events are append-only: {action} refused'); END"
     )
 
 
-def _payload(db: Path, seq: int) -> str | None:
-    conn = sqlite3.connect(db)
-    try:
-        row = conn.execute("SELECT payload FROM events WHERE seq = ?", (seq,)).fetchone()
-    finally:
-        conn.close()
-    return row[0] if row else None
+def _behind_the_triggers(db: str | Path, action: str, statement: str) -> None:
+    """What an attacker with rights on the database does: drop the trigger, change the table,
+    put the trigger back, so that only the chain can tell."""
+    _sql(db, _drop_trigger(db, action), statement, _trigger_sql(db, action))
+
+
+def _payload(db: str | Path, seq: int) -> str | None:
+    rows = _query(db, "SELECT payload FROM events WHERE seq = ?", seq)
+    return rows[0][0] if rows else None
 
 
 def _head() -> str:
-    text_ = MIGRATION.read_text()
-    found = re.search(r'^revision = "([^"]+)"', text_, re.M)
-    assert found
-    return found.group(1)
+    revisions = {}
+    for path in VERSIONS.glob("*.py"):
+        source = path.read_text()
+        found = re.search(r'^revision = "([^"]+)"', source, re.M)
+        down = re.search(r"^down_revision = (?:\"([^\"]+)\"|None)", source, re.M)
+        assert found and down
+        revisions[found.group(1)] = down.group(1)
+    (head,) = set(revisions) - set(revisions.values())
+    return head
 
 
 # --- several writers -------------------------------------------------------------------------
 
 
-def test_four_processes_appending_at_once_lose_and_duplicate_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+def test_eight_processes_appending_at_once_lose_and_duplicate_nothing(
+    store_url: str, tmp_path: Path
+) -> None:
+    db = store_url
     baseline = journal("--journal", "concurrent", "note", "before the writers", db=db, cwd=tmp_path)
     assert baseline.returncode == 0, text(baseline.stderr)
     go = tmp_path / "go"
@@ -128,21 +182,12 @@ def test_four_processes_appending_at_once_lose_and_duplicate_nothing(tmp_path: P
     try:
         for n in range(WRITERS):
             ready = tmp_path / f"ready-{n}"
-            command = [
-                sys.executable,
-                "-c",
-                WRITER,
-                str(db),
-                f"w{n}",
-                str(PER_WRITER),
-                str(ready),
-                str(go),
-            ]
+            command = [sys.executable, "-c", WRITER, db, f"w{n}", str(PER_WRITER), str(ready)]
             procs.append(
                 (
                     ready,
                     subprocess.Popen(
-                        command,
+                        [*command, str(go)],
                         env=_env(),
                         cwd=tmp_path,
                         stdout=subprocess.PIPE,
@@ -150,7 +195,7 @@ def test_four_processes_appending_at_once_lose_and_duplicate_nothing(tmp_path: P
                     ),
                 )
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not all(ready.exists() for ready, _ in procs):
             assert time.monotonic() < deadline, "the writers did not start"
             assert all(p.poll() is None for _, p in procs), "a writer died before starting"
@@ -167,67 +212,72 @@ def test_four_processes_appending_at_once_lose_and_duplicate_nothing(tmp_path: P
                 proc.kill()
             proc.communicate()
 
-    store = EventStore(str(db))
+    total = 1 + WRITERS * PER_WRITER
+    store = EventStore(db)
     try:
         records = list(store.read("concurrent"))
-        assert store.count() == 1 + WRITERS * PER_WRITER
+        assert store.count() == total
     finally:
         store.close()
-    assert len(records) == 1 + WRITERS * PER_WRITER
-    assert [r.seq for r in records] == sorted({r.seq for r in records})
+    # every number handed out once, none skipped, in the order the chain seals them
+    assert [r.seq for r in records] == list(range(1, total + 1))
+    stamps = [r.ts for r in records]
+    assert stamps == sorted(stamps)  # stamped under the write lock, so in sequence order
     markers = [_marker(r.event) for r in records[1:]]
     counts = Counter(markers)
     for n in range(WRITERS):
-        mine = [m for m in markers if m.startswith(f"w{n}:")]
+        mine = [m for m in markers if m.split(":")[0] == f"w{n}"]
         # every marker exactly once, and each writer's events in the order it appended them
         assert mine == [f"w{n}:{i}" for i in range(PER_WRITER)]
     assert max(counts.values()) == 1
     # they really did write at the same time: their events interleave in the global order
-    switches = sum(1 for a, b in zip(markers, markers[1:], strict=False) if a[:2] != b[:2])
+    switches = sum(
+        1 for a, b in zip(markers, markers[1:], strict=False) if a.split(":")[0] != b.split(":")[0]
+    )
     assert switches > WRITERS * 10
 
     verified = journal("verify", db=db, cwd=tmp_path)
     assert verified.returncode == 0, text(verified.stderr)
-    assert f"{1 + WRITERS * PER_WRITER} events, hash chain intact" in text(verified.stdout)
+    assert f"{total} events, hash chain intact" in text(verified.stdout)
 
 
 # --- append-only ------------------------------------------------------------------------------
 
 
-def test_raw_update_is_refused_by_the_trigger_and_the_row_stays(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
-    _notes(db, 3)
-    before = _payload(db, 2)
-    with pytest.raises(sqlite3.DatabaseError, match="events are append-only: UPDATE refused"):
-        _sql(db, """UPDATE events SET payload = '{"text":"rewritten"}' WHERE seq = 2""")
-    assert _payload(db, 2) == before
+def test_raw_update_is_refused_by_the_trigger_and_the_row_stays(store_url: str) -> None:
+    _notes(store_url, 3)
+    before = _payload(store_url, 2)
+    with pytest.raises(Refused, match="events are append-only: UPDATE refused"):
+        _sql(store_url, """UPDATE events SET payload = '{"text":"rewritten"}' WHERE seq = 2""")
+    assert _payload(store_url, 2) == before
     assert '"note 2"' in (before or "")
 
 
-def test_raw_delete_is_refused_by_the_trigger_and_the_rows_stay(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
-    _notes(db, 3)
-    with pytest.raises(sqlite3.DatabaseError, match="events are append-only: DELETE refused"):
-        _sql(db, "DELETE FROM events")
-    with pytest.raises(sqlite3.DatabaseError, match="events are append-only: DELETE refused"):
-        _sql(db, "DELETE FROM events WHERE seq = 2")
-    assert [_payload(db, seq) is not None for seq in (1, 2, 3)] == [True, True, True]
-    assert journal("verify", db=db, cwd=tmp_path).returncode == 0
+def test_raw_delete_is_refused_by_the_trigger_and_the_rows_stay(
+    store_url: str, tmp_path: Path
+) -> None:
+    _notes(store_url, 3)
+    with pytest.raises(Refused, match="events are append-only: DELETE refused"):
+        _sql(store_url, "DELETE FROM events")
+    with pytest.raises(Refused, match="events are append-only: DELETE refused"):
+        _sql(store_url, "DELETE FROM events WHERE seq = 2")
+    assert [_payload(store_url, seq) is not None for seq in (1, 2, 3)] == [True, True, True]
+    assert journal("verify", db=store_url, cwd=tmp_path).returncode == 0
 
 
 # --- tamper evidence --------------------------------------------------------------------------
 
 
-def test_verify_names_an_event_changed_behind_the_triggers_back(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+def test_verify_names_an_event_changed_behind_the_triggers_back(
+    store_url: str, tmp_path: Path
+) -> None:
+    db = store_url
     _notes(db, 5)
     assert journal("verify", db=db, cwd=tmp_path).returncode == 0
-    _sql(
+    _behind_the_triggers(
         db,
-        "DROP TRIGGER events_no_update",
-        """UPDATE events SET payload = replace(payload, 'note 3', 'note 3 (edited)')
-           WHERE seq = 3""",
-        _trigger_sql("UPDATE"),  # the trigger put back, so only the chain can tell
+        "UPDATE",
+        "UPDATE events SET payload = replace(payload, 'note 3', 'note 3 (edited)') WHERE seq = 3",
     )
     assert "edited" in (_payload(db, 3) or "")
     result = journal("verify", db=db, cwd=tmp_path)
@@ -238,55 +288,59 @@ def test_verify_names_an_event_changed_behind_the_triggers_back(tmp_path: Path) 
     assert no_traceback(result)
 
 
-def test_verify_detects_an_event_deleted_from_the_middle(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
-    _notes(db, 5)
-    _sql(
-        db,
-        "DROP TRIGGER events_no_delete",
-        "DELETE FROM events WHERE seq = 3",
-        _trigger_sql("DELETE"),
-    )
-    result = journal("verify", db=db, cwd=tmp_path)
+def test_verify_detects_an_event_deleted_from_the_middle(store_url: str, tmp_path: Path) -> None:
+    _notes(store_url, 5)
+    _behind_the_triggers(store_url, "DELETE", "DELETE FROM events WHERE seq = 3")
+    result = journal("verify", db=store_url, cwd=tmp_path)
     assert result.returncode == 1, text(result.stdout + result.stderr)
     err = text(result.stderr)
     assert re.search(r"\bevent 3\b.*removed", err), err
     assert no_traceback(result)
 
 
-def test_verify_detects_the_newest_events_deleted(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
-    _notes(db, 5)
-    _sql(
-        db,
-        "DROP TRIGGER events_no_delete",
-        "DELETE FROM events WHERE seq >= 4",
-        _trigger_sql("DELETE"),
-    )
-    result = journal("verify", db=db, cwd=tmp_path)
+def test_verify_detects_the_newest_events_deleted(store_url: str, tmp_path: Path) -> None:
+    _notes(store_url, 5)
+    _behind_the_triggers(store_url, "DELETE", "DELETE FROM events WHERE seq >= 4")
+    result = journal("verify", db=store_url, cwd=tmp_path)
     assert result.returncode == 1, text(result.stdout + result.stderr)
     assert re.search(r"\bevents 4 to 5\b", text(result.stderr)), text(result.stderr)
 
 
-@pytest.mark.parametrize("trigger", ["events_no_update", "events_no_delete"])
-def test_verify_fails_when_a_trigger_is_missing(tmp_path: Path, trigger: str) -> None:
-    db = tmp_path / "journal.db"
-    _notes(db, 2)
-    _sql(db, f"DROP TRIGGER {trigger}")
-    result = journal("verify", db=db, cwd=tmp_path)
+def test_verify_detects_the_newest_events_deleted_even_after_more_were_appended(
+    store_url: str, tmp_path: Path
+) -> None:
+    # The chain holds (the new events seal the last one left), but the numbers show the hole.
+    _notes(store_url, 5)
+    _behind_the_triggers(store_url, "DELETE", "DELETE FROM events WHERE seq >= 4")
+    _notes(store_url, 2, "later")
+    result = journal("verify", db=store_url, cwd=tmp_path)
     assert result.returncode == 1, text(result.stdout + result.stderr)
-    assert trigger in text(result.stderr)
+    assert re.search(r"\bevents 4 to 5\b.*removed", text(result.stderr)), text(result.stderr)
+    assert no_traceback(result)
+
+
+@pytest.mark.parametrize("action", ["UPDATE", "DELETE"])
+def test_verify_fails_when_a_trigger_is_missing(
+    store_url: str, tmp_path: Path, action: str
+) -> None:
+    _notes(store_url, 2)
+    _sql(store_url, _drop_trigger(store_url, action))
+    result = journal("verify", db=store_url, cwd=tmp_path)
+    assert result.returncode == 1, text(result.stdout + result.stderr)
+    assert f"events_no_{action.lower()}" in text(result.stderr)
     assert no_traceback(result)
 
 
 # --- byte-exact output ------------------------------------------------------------------------
 
 
-def test_output_bytes_that_are_not_utf8_come_back_byte_exact(tmp_path: Path) -> None:
-    db = tmp_path / "journal.db"
+def test_output_bytes_that_are_not_utf8_come_back_byte_exact(
+    store_url: str, tmp_path: Path
+) -> None:
+    db = store_url
     raw = b"caf\xc3\xa9 \xff\xfe\x00 latin-1: \xe9t\xe9\r\n\x1b[31mred\x1b[0m \x80\n"
     plain = "plain ✓ line\n".encode()
-    store = EventStore(str(db))
+    store = EventStore(db)
     try:
         chunks = []
         for data in (raw, plain):
@@ -325,29 +379,36 @@ def test_output_bytes_that_are_not_utf8_come_back_byte_exact(tmp_path: Path) -> 
 # --- schema owned by Alembic ------------------------------------------------------------------
 
 
-def _schema(db: Path) -> tuple[list[str], set[str]]:
-    conn = sqlite3.connect(db)
-    try:
-        versions = [r[0] for r in conn.execute("SELECT version_num FROM alembic_version")]
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    finally:
-        conn.close()
-    return versions, names
+def _schema(db: str | Path) -> tuple[list[str], set[str]]:
+    """The revisions in alembic_version, and the names of the tables and triggers."""
+    versions = [r[0] for r in _query(db, "SELECT version_num FROM alembic_version")]
+    if _pg(str(db)):
+        names = _query(
+            db,
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+            "UNION SELECT tgname FROM pg_trigger WHERE NOT tgisinternal",
+        )
+    else:
+        names = _query(db, "SELECT name FROM sqlite_master")
+    return versions, {r[0] for r in names}
 
 
-def test_a_new_database_gets_the_schema_from_alembic_at_head(tmp_path: Path) -> None:
-    db = tmp_path / "new.db"
-    result = journal("--journal", "j", "note", "first", db=db, cwd=tmp_path)
+def test_a_new_database_gets_the_schema_from_alembic_at_head(
+    store_url: str, tmp_path: Path
+) -> None:
+    result = journal("--journal", "j", "note", "first", db=store_url, cwd=tmp_path)
     assert result.returncode == 0, text(result.stderr)
-    versions, names = _schema(db)
+    versions, names = _schema(store_url)
     assert versions == [_head()]
     assert {"events", "events_no_update", "events_no_delete"} <= names
+    if _pg(store_url):
+        assert {"events_head", "events_no_truncate", "events_head_forward_only"} <= names
 
 
 def test_an_empty_sqlite_file_is_given_the_schema_when_opened(tmp_path: Path) -> None:
     db = tmp_path / "empty.db"
     _sql(db, "PRAGMA user_version = 0", "CREATE TABLE scratch (x)", "DROP TABLE scratch")
-    assert "events" not in _schema_names(db)
+    assert "events" not in {r[0] for r in _query(db, "SELECT name FROM sqlite_master")}
     noted = journal("--journal", "j", "note", "first", db=db, cwd=tmp_path)
     assert noted.returncode == 0, text(noted.stderr)
     versions, names = _schema(db)
@@ -356,27 +417,18 @@ def test_an_empty_sqlite_file_is_given_the_schema_when_opened(tmp_path: Path) ->
     assert journal("verify", db=db, cwd=tmp_path).returncode == 0
 
 
-def _schema_names(db: Path) -> set[str]:
-    conn = sqlite3.connect(db)
-    try:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    finally:
-        conn.close()
-
-
 @pytest.mark.parametrize("command", [["verify"], ["status"], ["--journal", "j", "status"]])
 def test_a_database_from_a_newer_journal_is_refused_clearly(
-    tmp_path: Path, command: list[str]
+    store_url: str, tmp_path: Path, command: list[str]
 ) -> None:
-    db = tmp_path / "journal.db"
-    _notes(db, 2)
-    _sql(db, "UPDATE alembic_version SET version_num = '9999_from_the_future'")
-    result = journal(*command, db=db, cwd=tmp_path)
+    _notes(store_url, 2)
+    _sql(store_url, "UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    result = journal(*command, db=store_url, cwd=tmp_path)
     assert result.returncode == 2, text(result.stdout + result.stderr)
     err = text(result.stderr)
     assert "9999_from_the_future" in err and "upgrade journal" in err, err
     assert no_traceback(result)
-    assert _schema(db)[0] == ["9999_from_the_future"]  # left as it was
+    assert _schema(store_url)[0] == ["9999_from_the_future"]  # left as it was
 
 
 # --- --db -------------------------------------------------------------------------------------
@@ -421,3 +473,14 @@ def test_the_schema_head_journal_assumes_is_alembics_head() -> None:
     from journal.store.engine import SCHEMA_HEAD, head_revision
 
     assert SCHEMA_HEAD == head_revision()
+
+
+def test_reading_with_nothing_excluded_reads_everything(store_url: str) -> None:
+    _notes(store_url, 3)
+    store = EventStore(store_url)
+    try:
+        assert [r.seq for r in store.read(exclude=[])] == [1, 2, 3]
+        assert [r.seq for r in store.read(types=[])] == []
+        assert [r.seq for r in store.read("j", after=1, types=["NoteAdded"])] == [2, 3]
+    finally:
+        store.close()

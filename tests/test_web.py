@@ -416,8 +416,15 @@ def test_hosts_page_shows_the_stack_and_marks_what_differs(
     )
     assert numpy_row is not None and numpy_row.group(1) == " differs"
     assert "2.4.1" in numpy_row.group(2) and "not installed" in numpy_row.group(2)
-    # box has no package snapshot: unknown there is no difference (h1 and h2 agree)
-    assert '<tr class="packages" data-row="vllm">' in fleet
+    # h2 (the stand-in torch) is the odd one where h1 and box (journal's own python) agree;
+    # for numpy h1 and h2 tie, so there is no majority and both are marked, while box, never
+    # snapshotted, is unread rather than different
+    odd = r'<td class="odd" data-host="([\w-]+)"'
+    assert re.findall(odd, torch_row.group(2)) == ["h2"]
+    assert re.findall(odd, numpy_row.group(2)) == ["h1", "h2"]
+    assert "no majority" in numpy_row.group(2)
+    assert re.search(r'<td title="no package snapshot yet"><span class="muted">unread<', fleet)
+    assert 'data-row="vllm"' not in fleet  # installed on no host: no row
 
 
 # -- findings and acknowledging -----------------------------------------------------------------

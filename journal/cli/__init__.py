@@ -69,19 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     run_sub.required = True
     p = command("step", commands.run_step, "run one step of the runbook", parent=run_sub)
     p.add_argument("name", help="the step's name")
-    _host_options(p)
+    _host_options(p, schedule=True)
     p = command(
         "probe", commands.run_probe, "run a probe on the hosts and record it", parent=run_sub
     )
     p.add_argument("name", help="packages, torch-env, or a [probes.NAME] of the runbook")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    _host_options(p)
+    _host_options(p, schedule=True)
     p = command(
         "plan", commands.run_plan, "run the plan's steps in order, resuming", parent=run_sub
     )
     p.add_argument("--from", dest="from_step", metavar="NAME", help="start at this step")
     p.add_argument("--to", dest="to_step", metavar="NAME", help="stop after this step")
-    _host_options(p)
+    _host_options(p, schedule=True, plan=True)
 
     p = command(
         "bench", metrics.run_bench, "run a benchmark and record its figures", parent=run_sub
@@ -111,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--author", help="who wrote it (default: user@machine)")
 
     command("status", commands.status, "plan progress and the state of each host")
+    from journal.cli import drift
+
+    drift.add_parser(sub, command)
     p = command("pitfalls", pitfalls.pitfalls, "the pitfalls found in the journal")
     p.set_defaults(action="list")
     p.add_argument("--format", choices=["text", "json"], default="text")
@@ -158,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("rebuild", commands.rebuild, "replay every event into the projections")
     p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")
     p.add_argument("dir", nargs="?", default="demo", help="folder for the demo (default: ./demo)")
+    from journal.cli import db
+
+    db.add_parser(sub, command)
     return parser
 
 
@@ -171,9 +177,36 @@ def _label_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _host_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", action="append", default=[], metavar="H", help="run on this host")
+def _host_options(p: argparse.ArgumentParser, schedule: bool = False, plan: bool = False) -> None:
+    """Which hosts (--host, --group, --all-hosts) and, where ``schedule``, how many at once."""
+    p.add_argument(
+        "--host", action="append", default=[], metavar="H", help="run on this host (repeatable)"
+    )
+    p.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run on the hosts of this [groups] entry, in its order (repeatable; with --host, "
+        "the groups' hosts come first)",
+    )
     p.add_argument("--all-hosts", action="store_true", help="run on every host of the runbook")
+    if schedule:
+        p.add_argument(
+            "--parallel",
+            type=int,
+            metavar="N",
+            help="at most N hosts at work at once (default: all of them)",
+        )
+        rolling = (
+            "roll the plan out N hosts at a time: each batch runs the whole plan (step by step, "
+            "resuming as usual) before the next starts; stop the roll at the first batch whose "
+            "plan fails, leaving the later hosts untouched"
+            if plan
+            else "N hosts at a time, in the order named; after each batch, stop if any of its "
+            "hosts failed (the command, an expectation, a probe), leaving the rest untouched"
+        )
+        p.add_argument("--rolling", type=int, metavar="N", help=rolling)
     p.add_argument(
         "--accept-new-host-key",
         action="store_true",

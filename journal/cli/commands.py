@@ -40,31 +40,44 @@ def init(ctx: Context, args: argparse.Namespace) -> int:
     if not ctx.db_given:
         ctx.db = str(folder / "journal.db")
     ensure_opened(ctx.store, runbook)
-    print(f"wrote {target} and created the journal {runbook.name!r} in {ctx.db}")
+    from journal.store.engine import shown
+
+    print(f"wrote {target} and created the journal {runbook.name!r} in {shown(ctx.db)}")
     print(f"next: edit {target}, then `journal run plan` (or `journal run step NAME`)")
     return 0
+
+
+def schedule_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The fleet schedule of ``--parallel N`` / ``--rolling N`` (bad values: bad input)."""
+    from journal.service.fleet import Schedule
+
+    return Schedule.from_options(args.parallel, args.rolling)
 
 
 def run_step(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
     step = runbook.step(args.name)
-    hosts = runbook.hosts_for(step, args.host, args.all_hosts)
-    from journal.service.steps import Echo, ensure_opened, exit_status
-    from journal.service.steps import run_step as run_step_service
+    hosts = runbook.hosts_for(step, args.host, args.all_hosts, args.group)
+    schedule = schedule_of(args)
+    from journal.cli.live import echo_for, fleet_report
+    from journal.service.steps import ensure_opened, exit_status, run_step_fleet
 
     ensure_opened(ctx.store, runbook)
-    runs = run_step_service(
+    echo = echo_for(len(hosts))
+    fleet = run_step_fleet(
         ctx.store,
         runbook,
         step,
         hosts,
-        Echo(prefix=len(hosts) > 1),
+        echo,
         accept_new_host_key=args.accept_new_host_key,
+        schedule=schedule,
     )
-    for run in runs:
-        print(render.verdict(run), file=sys.stderr)
+    runs = fleet.results
+    for line in fleet_report(fleet, echo, render.verdict, lambda run: not run.outcome.ok):
+        print(line, file=sys.stderr)
     say_findings(ctx.store, runbook.name, [run.run_id for run in runs])
-    if len(runs) < len(hosts):
+    if not fleet.complete:
         return 130
     return exit_status(runs)
 
@@ -76,24 +89,33 @@ def run_probe(ctx: Context, args: argparse.Namespace) -> int:
 
         hint = suggest(args.name, list(runbook.probes))
         raise BadInput(f"{runbook.path}: no probe named {args.name!r}{hint}")
-    hosts = [runbook.host(h) for h in dict.fromkeys(args.host)] or list(runbook.hosts.values())
+    hosts = runbook.chosen(args.host, args.group, args.all_hosts) or list(runbook.hosts.values())
+    schedule = schedule_of(args)
+    from journal.cli.live import echo_for, fleet_report
     from journal.service.probe import run_probe as run_probe_service
-    from journal.service.steps import Echo, ensure_opened
+    from journal.service.steps import ensure_opened
 
     ensure_opened(ctx.store, runbook)
-    runs = run_probe_service(
+    echo = echo_for(len(hosts))
+    fleet = run_probe_service(
         ctx.store,
         runbook,
         args.name,
         hosts,
-        Echo(prefix=len(hosts) > 1),
+        echo,
         accept_new_host_key=args.accept_new_host_key,
+        schedule=schedule,
     )
+    runs = fleet.results
+    # A probe's own lines (its summary, its expectations) were said as it ran: only the
+    # fleet's not-run hosts and summary are left to print.
+    for line in fleet_report(fleet, echo):
+        print(line, file=sys.stderr)
     if args.json:
         import json
 
         print(json.dumps({run.host: run.result for run in runs}, indent=2, sort_keys=True))
-    if len(runs) < len(hosts):
+    if not fleet.complete:
         return 130
     if any(run.error and run.error.startswith("could not connect") for run in runs):
         return 255
@@ -118,8 +140,9 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
     if args.from_step and args.to_step:
         if runbook.plan.index(args.to_step) < runbook.plan.index(args.from_step):
             raise BadInput(f"--to {args.to_step} comes before --from {args.from_step} in the plan")
-    for name in args.host:
-        runbook.host(name)
+    runbook.chosen(args.host, args.group, args.all_hosts)
+    schedule = schedule_of(args)
+    from journal.cli.live import echo_for
     from journal.service.plan import run_plan as run_plan_service
     from journal.service.steps import ensure_opened
 
@@ -130,8 +153,11 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
         from_step=args.from_step,
         to_step=args.to_step,
         chosen=args.host,
+        groups=args.group,
         all_hosts=args.all_hosts,
         accept_new_host_key=args.accept_new_host_key,
+        schedule=schedule,
+        echo_for=echo_for,
     )
 
 
@@ -197,13 +223,15 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
 
 def verify(ctx: Context, args: argparse.Namespace) -> int:
     ctx.require_db()
+    from journal.store.engine import shown
+
     report = ctx.store.verify()
     if report.ok:
-        print(f"{ctx.db}: {report.checked} events, hash chain intact, schema at head")
+        print(f"{shown(ctx.db)}: {report.checked} events, hash chain intact, schema at head")
         return 0
     for problem in report.problems:
         print(f"journal verify: {problem}", file=sys.stderr)
-    print(f"{ctx.db}: NOT intact ({report.checked} events read)", file=sys.stderr)
+    print(f"{shown(ctx.db)}: NOT intact ({report.checked} events read)", file=sys.stderr)
     return 1
 
 

@@ -29,11 +29,10 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
     spec = runbook.benchmark(args.name)
     labels = labels_of(args.label)
-    if args.host:
-        hosts = [runbook.host(h) for h in dict.fromkeys(args.host)]
-    elif spec.hosts and not args.all_hosts:
+    hosts = runbook.chosen(args.host, args.group, args.all_hosts)
+    if not hosts and spec.hosts and not args.all_hosts:
         hosts = [runbook.hosts[h] for h in spec.hosts]
-    else:
+    elif not hosts:
         hosts = list(runbook.hosts.values())
     from journal.service.bench import run_bench as run_bench_service
     from journal.service.steps import Echo, ensure_opened, exit_status

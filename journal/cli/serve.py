@@ -62,7 +62,9 @@ def serve(ctx: Context, args: argparse.Namespace) -> int:
     listener.close()  # the server holds its own copy of the socket
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{server.socket.getsockname()[1]}/"
-    print(f"journal: serving {ctx.db} at {url}" + (f"?token={token}" if token else ""))
+    from journal.store.engine import shown
+
+    print(f"journal: serving {shown(ctx.db)} at {url}" + (f"?token={token}" if token else ""))
     print("journal: Ctrl-C stops it", flush=True)
     warm(app)
     try:

@@ -19,7 +19,7 @@ from journal.events import MetricRecorded, OutputChunk
 from journal.recorder import decode
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
-from journal.service.steps import Echo, Measure, StepRun, run_step
+from journal.service.steps import Echo, Measure, StepRun, run_step_fleet
 from journal.store import EventStore
 from journal.transport import Outcome
 
@@ -130,7 +130,7 @@ def run_bench(
         snapshots=False,
         description=spec.description,
     )
-    runs = run_step(
+    runs = run_step_fleet(
         store,
         runbook,
         step,
@@ -138,7 +138,7 @@ def run_bench(
         echo,
         accept_new_host_key=accept_new_host_key,
         measure=Measure(spec.name, command, read),
-    )
+    ).results
     return [BenchRun(run, *found.get(run.run_id, ([], []))) for run in runs]
 
 

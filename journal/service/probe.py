@@ -11,7 +11,8 @@ from journal.probes.summary import summary
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook
 from journal.service.checks import HostChecks
-from journal.service.steps import Echo, connect, new_run_id, on_hosts
+from journal.service.fleet import FleetRun, HostVerdict, Schedule, run_fleet
+from journal.service.steps import Echo, connect, new_run_id
 from journal.store import EventStore
 from journal.transport import transport_for
 
@@ -25,6 +26,17 @@ class ProbeRun:
     error: str | None = None
     failed: list[Verdict] = field(default_factory=list)
 
+    def verdict(self) -> HostVerdict:
+        """How it ended, for the roll and the live table."""
+        if self.error:
+            return HostVerdict(False, "failed", None, self.error)
+        if self.failed:
+            more = f" (and {len(self.failed) - 1} more)" if len(self.failed) > 1 else ""
+            return HostVerdict(
+                False, "failed", None, f"expectation failed: {self.failed[0].reason}{more}"
+            )
+        return HostVerdict(True, "succeeded")
+
 
 def run_probe(
     store: EventStore,
@@ -34,8 +46,10 @@ def run_probe(
     echo: Echo,
     *,
     accept_new_host_key: bool = False,
-) -> list[ProbeRun]:
-    """Run probe ``name`` on every host in parallel and record what it found."""
+    schedule: Schedule | None = None,
+) -> FleetRun[ProbeRun]:
+    """Run probe ``name`` on the hosts (all at once unless ``schedule`` says otherwise) and
+    record what it found; with ``--rolling``, a host whose probe fails stops the roll."""
 
     def work(host: Host, cancel: threading.Event) -> ProbeRun:
         append = lambda events: store.append(runbook.name, events)  # noqa: E731
@@ -65,4 +79,6 @@ def run_probe(
         finally:
             transport.close()
 
-    return on_hosts(hosts, work)
+    return run_fleet(
+        hosts, work, schedule, label=f"probe {name}", verdict=ProbeRun.verdict, watch=echo
+    )

@@ -19,13 +19,11 @@ from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
 from journal.service.checks import HostChecks
+from journal.service.fleet import FleetRun, FleetWatch, HostVerdict, Schedule, run_fleet
 from journal.store import EventStore
 from journal.transport import ConnectFailed, Outcome, transport_for
 
 R = TypeVar("R")
-
-#: How long, after Ctrl-C, the hosts get to stop their commands before journal gives up.
-STOP_WAIT_S = 15.0
 
 
 def new_run_id() -> str:
@@ -56,8 +54,9 @@ class StepRun:
     failed_expectations: list[Verdict] = field(default_factory=list)
 
 
-class Echo:
-    """Shows live output in the terminal; with several hosts each line gets a host prefix."""
+class Echo(FleetWatch):
+    """Shows live output in the terminal; with several hosts each line gets a host prefix.
+    (As a :class:`FleetWatch` it ignores the fleet's progress; the live table does not.)"""
 
     def __init__(
         self,
@@ -126,7 +125,7 @@ def ensure_opened(store: EventStore, runbook: Runbook) -> None:
     )
 
 
-def run_step(
+def run_step_fleet(
     store: EventStore,
     runbook: Runbook,
     step: Step,
@@ -136,53 +135,33 @@ def run_step(
     accept_new_host_key: bool = False,
     plan_run: str | None = None,
     measure: Measure | None = None,
-) -> list[StepRun]:
-    """Run ``step`` on every host in parallel; Ctrl-C stops them all and records it."""
-    return on_hosts(
+    schedule: Schedule | None = None,
+) -> FleetRun[StepRun]:
+    """Run ``step`` on the hosts as ``schedule`` says (all at once by default, at most N at
+    once, or rolling N at a time stopping at a failure); ``echo`` hears the fleet's progress."""
+    return run_fleet(
         hosts,
         lambda host, cancel: _run_on_host(
             store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run, measure
         ),
+        schedule,
+        label=step.name,
+        verdict=step_verdict,
+        watch=echo,
     )
 
 
+def step_verdict(run: StepRun) -> HostVerdict:
+    """How a step run ended, for the roll and the live table."""
+    outcome = run.outcome
+    return HostVerdict(outcome.ok, outcome.status, outcome.exit_code, outcome.reason)
+
+
 def on_hosts(hosts: list[Host], work: Callable[[Host, threading.Event], R]) -> list[R]:
-    """Run ``work`` for every host in its own thread; on Ctrl-C, tell them all to stop and
-    wait up to STOP_WAIT_S. The results of the hosts that finished, in the hosts' order."""
-    cancel = threading.Event()
-    results: dict[str, R] = {}
-    done = threading.Semaphore(0)
-
-    def run(host: Host) -> None:
-        try:
-            results[host.name] = work(host, cancel)
-        finally:
-            done.release()
-
-    threads = [
-        threading.Thread(target=run, args=(h,), name=f"host-{h.name}", daemon=True) for h in hosts
-    ]
-    for thread in threads:
-        thread.start()
-    finished = 0
-
-    # Polling a semaphore with sleep, not Thread.join: a join interrupted by Ctrl-C can leave
-    # CPython 3.11 believing the thread has ended.
-    def wait(deadline: float) -> None:
-        nonlocal finished
-        while finished < len(threads) and time.monotonic() < deadline:
-            if done.acquire(blocking=False):
-                finished += 1
-            else:
-                time.sleep(0.05)
-
-    try:
-        wait(float("inf"))
-    except KeyboardInterrupt:
-        cancel.set()
-        print("\njournal: interrupting every host…", file=sys.stderr)
-        wait(time.monotonic() + STOP_WAIT_S)
-    return [results[h.name] for h in hosts if h.name in results]
+    """Run ``work`` for every host in its own thread, all at once; on Ctrl-C, tell them all
+    to stop and wait a while (see :mod:`journal.service.fleet`). The results of the hosts
+    that finished, in the hosts' order."""
+    return run_fleet(hosts, work).results
 
 
 def _run_on_host(

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    NoSuchModuleError,
+    OperationalError,
+    ProgrammingError,
+)
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -21,14 +27,36 @@ BUSY_TIMEOUT_MS = 60_000
 
 #: The newest revision under migrations/ (a test checks it against Alembic's head). A database
 #: already there is opened without importing Alembic, which costs a third of a command's start.
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
+
+#: PostgreSQL advisory-lock key held while the schema is brought to head, so two processes
+#: opening a new database at once do not both create it (SQLite's BEGIN IMMEDIATE does this).
+MIGRATION_LOCK = 0x6A6F75726E616C  # "journal"
+
+#: How long connecting to a database server may take before `--db` is reported unreachable.
+CONNECT_TIMEOUT_S = 10
 
 
 def to_url(db: str) -> str:
-    """A ``--db`` value as an SQLAlchemy URL: a URL stays as it is, a path becomes SQLite."""
+    """A ``--db`` value as an SQLAlchemy URL: a URL stays as it is, a path becomes SQLite.
+
+    A plain ``postgresql://`` URL gets psycopg 3, the driver journal depends on (SQLAlchemy's
+    default for it would be psycopg2)."""
+    if db.startswith("postgresql://"):
+        return "postgresql+psycopg://" + db.removeprefix("postgresql://")
     if "://" in db:
         return db
     return f"sqlite:///{Path(db).expanduser().resolve()}"
+
+
+def shown(db: str) -> str:
+    """A ``--db`` value fit to print: a URL's password is masked."""
+    if "://" not in db:
+        return db
+    try:
+        return make_url(db).render_as_string(hide_password=True)
+    except ArgumentError:
+        return db
 
 
 def alembic_config() -> Config:
@@ -63,6 +91,12 @@ def _tune_sqlite(engine: Engine) -> None:
             conn.exec_driver_sql("BEGIN")
 
 
+def _engine_options(url: URL) -> dict[str, Any]:
+    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
+        return {"connect_args": {"connect_timeout": CONNECT_TIMEOUT_S}}
+    return {}
+
+
 def open_engine(db: str) -> Engine:
     """An engine for ``db`` with the schema at Alembic's head (upgrading an older database)."""
     url = to_url(db)
@@ -72,19 +106,23 @@ def open_engine(db: str) -> Engine:
             folder = Path(parsed.database).parent
             if not folder.is_dir():
                 raise BadInput(f"--db {db}: the folder {folder} does not exist")
-        engine = create_engine(url)
+        engine = create_engine(url, **_engine_options(parsed))
     except (ArgumentError, NoSuchModuleError) as exc:
         raise BadInput(
-            f"--db {db!r} is neither a file path nor a usable SQLAlchemy URL: {exc}"
+            f"--db {shown(db)!r} is neither a file path nor a usable SQLAlchemy URL: {exc}"
         ) from None
     except ImportError as exc:
-        raise BadInput(f"--db {db!r}: the database driver is not installed ({exc})") from None
+        raise BadInput(
+            f"--db {shown(db)!r}: the database driver is not installed ({exc})"
+        ) from None
     if engine.dialect.name == "sqlite":
         _tune_sqlite(engine)
     try:
         upgrade_schema(engine)
-    except OperationalError as exc:
-        raise BadInput(f"--db {db}: cannot open the database: {exc.orig}") from None
+    except DBAPIError as exc:
+        # Unreachable server, unknown database, refused login, no right to create tables.
+        engine.dispose()
+        raise BadInput(f"--db {shown(db)}: cannot open the database: {exc.orig}") from None
     return engine
 
 
@@ -110,8 +148,8 @@ def _at_head(engine: Engine) -> bool:
     try:
         with engine.connect() as conn:
             found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
-    except OperationalError:
-        return False  # no alembic_version table yet
+    except (OperationalError, ProgrammingError):
+        return False  # no alembic_version table yet (SQLite says so one way, PostgreSQL another)
     return found == [SCHEMA_HEAD]
 
 
@@ -129,6 +167,8 @@ def upgrade_schema(engine: Engine) -> None:
         return
     with engine.connect().execution_options(write=True) as conn:
         with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
             # Checked again under the write lock: another process may have just done it.
             current = MigrationContext.configure(conn).get_current_revision()
             if current == head:

@@ -1,8 +1,10 @@
-"""The events table as SQLAlchemy sees it; Alembic's migrations under ``migrations/`` create it."""
+"""The tables as SQLAlchemy sees them; Alembic's migrations under ``migrations/`` create them."""
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Integer, MetaData, String, Table, Text
+from typing import NamedTuple
+
+from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -19,3 +21,30 @@ events = Table(
     Column("payload", Text, nullable=False),
     Column("hash", String(64), nullable=False),
 )
+
+#: PostgreSQL only (revision 0002): the newest event's sequence number and hash, one row that
+#: every append locks and moves forward in the transaction that adds the events.
+events_head = Table(
+    "events_head",
+    metadata,
+    Column("one", Boolean, primary_key=True),
+    Column("seq", Integer, nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+#: The columns of a row in the order ``StoredRow`` holds them.
+COLUMNS = ("seq", "journal", "type", "version", "ts", "host", "run_id", "payload", "hash")
+
+
+class StoredRow(NamedTuple):
+    """One row of the events table exactly as stored: what `journal db copy` moves."""
+
+    seq: int
+    journal: str
+    type: str
+    version: int
+    ts: str
+    host: str | None
+    run_id: str | None
+    payload: str
+    hash: str

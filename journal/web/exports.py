@@ -41,4 +41,3 @@ def postmortem(journal: str, fmt: str) -> Response:
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", journal) or "journal"
         response.headers["Content-Disposition"] = f'attachment; filename="{name}-postmortem.{fmt}"'
     return response
-
