@@ -19,7 +19,10 @@ from journal.benchmarks import specs_from_runbook as benchmark_specs
 from journal.errors import BadInput
 from journal.probes import ProbeSpec, specs_from_runbook
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: A usable name (journal, host, step, benchmark, group): what a shell, a URL and a database
+#: column (200 characters on PostgreSQL) all take as it is.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+NAME_RULE = "letters, digits, '.', '_', '-'; at most 200"
 SSH_TARGET = re.compile(
     r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
 )
@@ -242,7 +245,7 @@ class _Checker:
     def name(self, value: Any, key: str) -> str:
         value = self.string(value, key)
         if not NAME.match(value):
-            raise self.fail(key, f"{value!r} is not a usable name (letters, digits, '.', '_', '-')")
+            raise self.fail(key, f"{value!r} is not a usable name ({NAME_RULE})")
         return value
 
     def strings(self, value: Any, key: str) -> list[str]:
@@ -371,9 +374,7 @@ def parse(text: str, path: Path) -> Runbook:
 def _host(check: _Checker, name: str, spec: Any) -> Host:
     key = f"hosts.{name}"
     if not NAME.match(name):
-        raise check.fail(
-            key, f"{name!r} is not a usable host name (letters, digits, '.', '_', '-')"
-        )
+        raise check.fail(key, f"{name!r} is not a usable host name ({NAME_RULE})")
     spec = check.table(spec, key)
     check.known_keys(spec, HOST_KEYS, key)
     if "ssh" not in spec:
@@ -406,9 +407,7 @@ def _groups(check: _Checker, table: dict[str, Any], hosts: dict[str, Host]) -> d
     for name, members in table.items():
         key = f"groups.{name}"
         if not NAME.match(name):
-            raise check.fail(
-                key, f"{name!r} is not a usable group name (letters, digits, '.', '_', '-')"
-            )
+            raise check.fail(key, f"{name!r} is not a usable group name ({NAME_RULE})")
         if name in hosts:
             raise check.fail(
                 key,

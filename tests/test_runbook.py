@@ -205,6 +205,13 @@ BROKEN = [
         10,
         ("string",),
     ),
+    Broken(
+        "host-name-too-long",  # PostgreSQL's host column holds 200 characters
+        VALID.replace("[hosts.gpu-box]", "[hosts." + "h" * 201 + "]"),
+        "hosts." + "h" * 201,
+        4,
+        ("at most 200",),
+    ),
     Broken("runbook-missing", None, None, None, ("no runbook",)),
     Broken(
         "not-utf8",

@@ -109,13 +109,13 @@ def specs_from_runbook(
 ) -> dict[str, BenchmarkSpec]:
     """The runbook's benchmarks, validated; ``fail(key_path, message)`` makes the error."""
     from journal.benchmarks.parsers import PARSERS, ParserError, compile_patterns
-    from journal.runbook import NAME, suggest
+    from journal.runbook import NAME, NAME_RULE, suggest
 
     specs = {}
     for name, table in tables.items():
         key = f"benchmarks.{name}"
         if not NAME.match(name):
-            raise fail(key, f"{name!r} is not a usable name (letters, digits, '.', '_', '-')")
+            raise fail(key, f"{name!r} is not a usable name ({NAME_RULE})")
         if not isinstance(table, dict):
             raise fail(key, 'expected a table with run = "..." and parser = "..."')
         for option in table:

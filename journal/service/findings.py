@@ -22,7 +22,7 @@ from journal.pitfalls.subjects import from_journal
 from journal.projections.timeline import Timeline
 from journal.recorder import encode
 from journal.redact import Redactor
-from journal.runbook import NAME
+from journal.runbook import NAME, NAME_RULE
 from journal.service.lint import read_transcript
 from journal.service.steps import new_run_id
 from journal.store import EventStore
@@ -74,9 +74,7 @@ def import_transcript(
 ) -> int:
     """Record each command of a transcript as an imported step run; how many there were."""
     if not NAME.match(host):
-        raise BadInput(
-            f"--host {host!r} is not a usable host name (letters, digits, '.', '_', '-')"
-        )
+        raise BadInput(f"--host {host!r} is not a usable host name ({NAME_RULE})")
     text = read_transcript(path)
     commands = parse(text)
     if not commands:
