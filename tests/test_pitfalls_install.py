@@ -102,7 +102,7 @@ class World:
     apps: str  # file:// simple index holding sglang 0.5.9 (pins torch==2.9.1) and torch 2.9.1
     wheels: Path  # every wheel, flat, for pip --find-links
     uv: str
-    uv_old: str | None  # uv 0.10.9, or None where PyPI cannot be reached
+    uv_old: str  # uv 0.10.9, from PyPI
     env: dict[str, str]
 
     def venv(self, name: str, *packages: str, index: str | None = None) -> Path:
@@ -153,7 +153,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     for dist in [*index_packages()["cu128"], *index_packages()["cu130"], *_apps()]:
         (wheels / dist.filename).write_bytes(build_wheel(dist))
     env = _clean_env(UV_CACHE_DIR=str(root / "uv-cache"))
-    uv_old: str | None = None
     tools = root / "uv-0.10.9"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tools)], check=True)
     got = subprocess.run(
@@ -164,8 +163,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         text=True,
         timeout=120,
     )
-    if got.returncode == 0:
-        uv_old = str(tools / "bin" / "uv")
+    # PyPI is one of the registries CI reaches: an old uv that cannot be had is a failure.
+    assert got.returncode == 0, f"uv==0.10.9 could not be installed from PyPI: {got.stderr}"
+    uv_old = str(tools / "bin" / "uv")
     return World(
         root,
         indexes["cu128"].as_uri(),
@@ -450,12 +450,7 @@ def _check_lines(path: Path, findings: list[dict]) -> None:
 @pytest.fixture(scope="module", params=["current", "0.10.9"])
 def uv_session(request: pytest.FixtureRequest, world: World) -> tuple[str, Path]:
     """A session with one uv: the no-op, the probe, the reinstall, sglang over the nightly."""
-    if request.param == "current":
-        uv = world.uv
-    elif world.uv_old is None:
-        pytest.skip("uv==0.10.9 could not be installed from PyPI (no network?)")
-    else:
-        uv = world.uv_old
+    uv = world.uv if request.param == "current" else world.uv_old
     py = world.venv(f"uv-session-{request.param}", "torch", "numpy", "pillow")
     show = f"{py} -c \"import torch; print('torch:', torch.__version__)\""
     session = Session(world.env, world.root)
