@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from journal.events import (  # noqa: E402
     StepStarted,
 )
 from journal.store import EventStore  # noqa: E402
+from tests.browsing import BROWSER_ARGS, CHROMIUM, free_port  # noqa: E402
 
 JOURNAL = "bench-web"
 EVENTS = 100_000
@@ -66,16 +66,6 @@ WARM_REQUESTS = 15
 LIVE_LINES = 12
 
 H200 = ROOT / "tests" / "data" / "h200"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 # -- the journal ------------------------------------------------------------------------------
 
@@ -233,12 +223,6 @@ def cached_journal(cache: Path) -> Path:
 # -- measuring --------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     for name in ("JOURNAL_DB", "JOURNAL_RUNBOOK", "JOURNAL_TOKEN"):
@@ -266,7 +250,7 @@ class Server:
     """`journal serve` on a free port, for the length of a with block."""
 
     def __init__(self, db: Path, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = log.open("wb")
         cmd = [sys.executable, "-m", "journal", "--db", str(db), "serve", "--port", str(self.port)]
@@ -361,7 +345,7 @@ def live(db: Path, work: Path) -> None:
     )
     with Server(db, work / "serve-live.log") as server, sync_playwright() as pw:
         _timed_get(f"{server.url}/j/{JOURNAL}")  # folded and judged before the step starts
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
         try:
             page = browser.new_page()
             page.goto(f"{server.url}/j/{JOURNAL}")

@@ -143,7 +143,7 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
     runbook.chosen(args.host, args.group, args.all_hosts)
     schedule = schedule_of(args)
     from journal.cli.live import echo_for
-    from journal.service.plan import run_plan as run_plan_service
+    from journal.cli.plan import run_plan as run_plan_service
     from journal.service.steps import ensure_opened
 
     ensure_opened(ctx.store, runbook)

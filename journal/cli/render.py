@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+# Re-exported: the CLI's views and its callers write values as the web and exports do.
+from journal.display import figure, first_line, plural, seconds, when  # noqa: F401
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
 from journal.probes.summary import summary
@@ -30,29 +32,6 @@ MARK = {
     "pending": "    ",
     "unfinished": "... ",
 }
-
-
-def when(ts: str | None) -> str:
-    """``2026-11-30 09:41:02Z`` from a stored timestamp."""
-    if not ts:
-        return "-"
-    return ts[:10] + " " + ts[11:19] + "Z"
-
-
-def seconds(value: float) -> str:
-    """A duration as people read it: ``0.03s``, ``12.4s``, ``3m05s``, ``1h02m``."""
-    if value < 10:
-        return f"{value:.2f}s"
-    if value < 60:
-        return f"{value:.1f}s"
-    minutes, secs = divmod(int(value), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    return f"{minutes // 60}h{minutes % 60:02d}m"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def run_line(run: StepRunView) -> str:
@@ -102,12 +81,6 @@ def timeline_text(timeline: Timeline) -> str:
 PAD = " " * 22
 
 
-def figure(value: float, unit: str | None) -> str:
-    """``96.10 tok/s``, ``4,251 GB/s``: two decimals below 1,000, none above."""
-    number = f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
-    return f"{number} {unit}" if unit else number
-
-
 def metric_line(metric: MetricView) -> str:
     """``output_token_throughput = 96.10 tok/s (benchmark=eagle3, phase=after) on gpu-box``."""
     labels = ", ".join(f"{k}={v}" for k, v in metric.labels.items() if k != "host")
@@ -150,11 +123,6 @@ def run_details(run: StepRunView) -> list[str]:
     lines.extend(expectation_line(e) for e in run.expectations)
     lines.extend(f"metric {metric_line(m)}" for m in run.metrics)
     return lines
-
-
-def first_line(command: str) -> str:
-    head, _, rest = command.strip().partition("\n")
-    return head + (" …" if rest else "")
 
 
 def progress_text(

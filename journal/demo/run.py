@@ -15,6 +15,7 @@ from pathlib import Path
 
 from journal.cli import render
 from journal.cli.context import Context
+from journal.cli.plan import run_plan
 from journal.demo.wheels import build_indexes
 from journal.errors import BadInput
 from journal.events import NoteAdded
@@ -22,7 +23,6 @@ from journal.projections.timeline import project, settle
 from journal.runbook import Runbook, load
 from journal.service.bench import run_bench
 from journal.service.findings import import_transcript
-from journal.service.plan import run_plan
 from journal.service.steps import Echo, ensure_opened, exit_status
 
 MARKER = ".journal-demo"

@@ -30,7 +30,7 @@ def figure(value: float | None, unit: str | None = None) -> str:
     """``96.10 tok/s``: two decimals below 1,000, none above (as the terminal prints it)."""
     if value is None:
         return "-"
-    from journal.cli.render import figure as shown
+    from journal.display import figure as shown
 
     return shown(value, unit)
 

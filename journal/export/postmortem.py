@@ -240,7 +240,7 @@ def _n(n: int, word: str) -> str:
 def _span(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    from journal.cli.render import seconds as shown
+    from journal.display import seconds as shown
 
     return shown(seconds)
 
@@ -253,7 +253,7 @@ def summary_sentences(
     end: str | None,
 ) -> list[str]:
     """What happened, in a few sentences made from the record."""
-    from journal.cli.render import when
+    from journal.display import when
 
     runs = timeline.step_runs()
     benches = [r for r in runs if r.benchmark is not None or r.metrics]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from journal.cli.render import first_line, seconds, when
+from journal.display import first_line, seconds, when
 from journal.export.impact import figure, percent_text
 from journal.projections.metrics import higher_is_better
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask, current_app, request, url_for
 
-from journal.cli.render import first_line, plural, seconds, when
+from journal.display import first_line, plural, seconds, when
 from journal.pitfalls.base import SEVERITIES, Evidence
 from journal.probes.summary import shown, summary
 from journal.projections.packages import change_text

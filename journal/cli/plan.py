@@ -1,4 +1,5 @@
-"""Running the plan: the runbook's steps in order, stopping at the first failure, resuming.
+"""`journal run plan`: the runbook's steps in order, stopping at the first failure, resuming; it
+reports as it goes (in the terminal: this is the command's orchestration over the services).
 
 With ``--rolling N`` the plan is rolled out over the fleet N hosts at a time: each batch runs
 the whole plan (step by step, each step on the batch's hosts at once, resuming after what is
