@@ -7,7 +7,6 @@ as :class:`BadInput` (exit status 2).
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -18,11 +17,11 @@ from journal.benchmarks import BenchmarkSpec
 from journal.benchmarks import specs_from_runbook as benchmark_specs
 from journal.errors import BadInput
 from journal.probes import ProbeSpec, specs_from_runbook
+from journal.runbook.checker import NAME, NAME_RULE, _Checker, _kind, suggest
+from journal.runbook.template import TEMPLATE
 
-#: A usable name (journal, host, step, benchmark, group): what a shell, a URL and a database
-#: column (200 characters on PostgreSQL) all take as it is.
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-NAME_RULE = "letters, digits, '.', '_', '-'; at most 200"
+__all__ = ["NAME", "NAME_RULE", "TEMPLATE", "Host", "Runbook", "Step", "load", "parse", "suggest"]
+
 SSH_TARGET = re.compile(
     r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
 )
@@ -170,114 +169,6 @@ class Runbook:
         if step.hosts and not all_hosts:
             return [self.hosts[h] for h in step.hosts]
         return list(self.hosts.values())
-
-
-def suggest(name: str, known: list[str]) -> str:
-    """``" (did you mean 'x'?)"`` for the closest known name, or a list of the known ones."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
-    if close:
-        return f" (did you mean {close[0]!r}?)"
-    if known:
-        return f"; known: {', '.join(known)}"
-    return ""
-
-
-class _Lines:
-    """Finds the line of a key path in the TOML text, for error messages (best effort)."""
-
-    def __init__(self, text: str) -> None:
-        self.where: dict[str, int] = {}
-        table, counts = "", {}
-        for number, raw in enumerate(text.splitlines(), 1):
-            line = raw.strip()
-            if line.startswith("[["):
-                name = _unquote(line.strip("[] "))
-                counts[name] = counts.get(name, -1) + 1
-                table = f"{name}[{counts[name]}]"
-                self.where.setdefault(name, number)
-                self.where.setdefault(table, number)
-            elif line.startswith("["):
-                table = _unquote(line.strip("[] "))
-                head, _, rest = table.partition(".")
-                if rest and head in counts:  # [steps.expect] belongs to the last [[steps]]
-                    table = f"{head}[{counts[head]}].{rest}"
-                self.where.setdefault(table, number)
-            elif "=" in line and not line.startswith("#"):
-                key = _unquote(line.split("=", 1)[0].strip())
-                self.where.setdefault(f"{table}.{key}" if table else key, number)
-
-    def line(self, path: str) -> int | None:
-        while path:
-            if path in self.where:
-                return self.where[path]
-            path = path.rsplit(".", 1)[0] if "." in path else ""
-        return None
-
-
-def _unquote(key: str) -> str:
-    return ".".join(part.strip().strip('"').strip("'") for part in key.split("."))
-
-
-class _Checker:
-    """Type checks with messages that name file, line and key path."""
-
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.lines = _Lines(text)
-
-    def fail(self, key: str, message: str) -> BadInput:
-        line = self.lines.line(key)
-        where = f"{self.path}, line {line}" if line else str(self.path)
-        return BadInput(f"{where}, {key}: {message}")
-
-    def table(self, value: Any, key: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(key, f"expected a table, got {_kind(value)}")
-        return value
-
-    def string(self, value: Any, key: str, *, empty: bool = False) -> str:
-        if not isinstance(value, str):
-            raise self.fail(key, f"expected a string, got {_kind(value)}")
-        if not empty and not value.strip():
-            raise self.fail(key, "must not be empty")
-        return value
-
-    def name(self, value: Any, key: str) -> str:
-        value = self.string(value, key)
-        if not NAME.match(value):
-            raise self.fail(key, f"{value!r} is not a usable name ({NAME_RULE})")
-        return value
-
-    def strings(self, value: Any, key: str) -> list[str]:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(key, f"expected a list of strings, got {_kind(value)}")
-        return value
-
-    def env(self, value: Any, key: str) -> dict[str, str]:
-        table = self.table(value, key)
-        for name, item in table.items():
-            if not isinstance(item, str):
-                raise self.fail(
-                    f"{key}.{name}", f"environment values are strings, got {_kind(item)}"
-                )
-        return table
-
-    def known_keys(self, table: dict[str, Any], allowed: set[str], key: str) -> None:
-        for name in table:
-            if name not in allowed:
-                where = f"{key}.{name}" if key else name
-                raise self.fail(where, f"unknown key {name!r}{suggest(name, sorted(allowed))}")
-
-
-def _kind(value: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
 
 
 def load(path: str | Path) -> Runbook:
@@ -482,39 +373,3 @@ def _step(
         raise check.fail(f"{key}.snapshots", f"expected true or false, got {_kind(snapshots)}")
     description = check.string(spec.get("description", ""), f"{key}.description", empty=True)
     return Step(name, run, env, cwd, timeout, probes, expect, step_hosts, snapshots, description)
-
-
-TEMPLATE = """\
-# runbook.toml: the plan of an upgrade, run and recorded by `journal`.
-# `journal run plan` runs the steps in order and stops at the first failure;
-# `journal run step NAME` runs one; `journal status` shows how far it got.
-
-[journal]
-name = "{name}"
-# Values to blank out of everything recorded (commands, env, output), besides
-# variables named *_TOKEN, *_PASSWORD, *_SECRET, *_KEY, which are always redacted.
-redact = []
-
-# One table per machine. ssh = "user@host", "user@host:port", an alias from
-# ~/.ssh/config, or "local". python is the env being upgraded (probes use it).
-[hosts.this-machine]
-ssh = "local"
-python = "python3"
-# accept_new_host_key = true   # accept (and record) an SSH host key not yet known
-
-# Groups name several hosts at once: `journal run step NAME --group gpu` (with --rolling N
-# to go N hosts at a time, stopping at a failure), or hosts = ["gpu"] in a step.
-# [groups]
-# gpu = ["this-machine"]
-
-[[steps]]
-name = "backup-env"
-run = "mkdir -p backup && python3 -m pip freeze > backup/requirements-before.txt"
-
-[[steps]]
-name = "show-python"
-run = "python3 -c 'import sys; print(sys.version)'"
-# env = { CUDA_HOME = "/usr/local/cuda-13.0" }
-# cwd = "~/work"
-# timeout = 3600               # seconds
-"""

@@ -1,0 +1,124 @@
+"""Checking a runbook's values, with messages that name the file, the line (found for the key
+path in the TOML text) and the key path."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+from journal.errors import BadInput
+
+#: A usable name (journal, host, step, benchmark, group): what a shell, a URL and a database
+#: column (200 characters on PostgreSQL) all take as it is.
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+NAME_RULE = "letters, digits, '.', '_', '-'; at most 200"
+
+
+def suggest(name: str, known: list[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest known name, or a list of the known ones."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    if known:
+        return f"; known: {', '.join(known)}"
+    return ""
+
+
+class _Lines:
+    """Finds the line of a key path in the TOML text, for error messages (best effort)."""
+
+    def __init__(self, text: str) -> None:
+        self.where: dict[str, int] = {}
+        table, counts = "", {}
+        for number, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if line.startswith("[["):
+                name = _unquote(line.strip("[] "))
+                counts[name] = counts.get(name, -1) + 1
+                table = f"{name}[{counts[name]}]"
+                self.where.setdefault(name, number)
+                self.where.setdefault(table, number)
+            elif line.startswith("["):
+                table = _unquote(line.strip("[] "))
+                head, _, rest = table.partition(".")
+                if rest and head in counts:  # [steps.expect] belongs to the last [[steps]]
+                    table = f"{head}[{counts[head]}].{rest}"
+                self.where.setdefault(table, number)
+            elif "=" in line and not line.startswith("#"):
+                key = _unquote(line.split("=", 1)[0].strip())
+                self.where.setdefault(f"{table}.{key}" if table else key, number)
+
+    def line(self, path: str) -> int | None:
+        while path:
+            if path in self.where:
+                return self.where[path]
+            path = path.rsplit(".", 1)[0] if "." in path else ""
+        return None
+
+
+def _unquote(key: str) -> str:
+    return ".".join(part.strip().strip('"').strip("'") for part in key.split("."))
+
+
+class _Checker:
+    """Type checks with messages that name file, line and key path."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = _Lines(text)
+
+    def fail(self, key: str, message: str) -> BadInput:
+        line = self.lines.line(key)
+        where = f"{self.path}, line {line}" if line else str(self.path)
+        return BadInput(f"{where}, {key}: {message}")
+
+    def table(self, value: Any, key: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table, got {_kind(value)}")
+        return value
+
+    def string(self, value: Any, key: str, *, empty: bool = False) -> str:
+        if not isinstance(value, str):
+            raise self.fail(key, f"expected a string, got {_kind(value)}")
+        if not empty and not value.strip():
+            raise self.fail(key, "must not be empty")
+        return value
+
+    def name(self, value: Any, key: str) -> str:
+        value = self.string(value, key)
+        if not NAME.match(value):
+            raise self.fail(key, f"{value!r} is not a usable name ({NAME_RULE})")
+        return value
+
+    def strings(self, value: Any, key: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, f"expected a list of strings, got {_kind(value)}")
+        return value
+
+    def env(self, value: Any, key: str) -> dict[str, str]:
+        table = self.table(value, key)
+        for name, item in table.items():
+            if not isinstance(item, str):
+                raise self.fail(
+                    f"{key}.{name}", f"environment values are strings, got {_kind(item)}"
+                )
+        return table
+
+    def known_keys(self, table: dict[str, Any], allowed: set[str], key: str) -> None:
+        for name in table:
+            if name not in allowed:
+                where = f"{key}.{name}" if key else name
+                raise self.fail(where, f"unknown key {name!r}{suggest(name, sorted(allowed))}")
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
