@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 
-from journal.projections.metrics import Series, all_series, change_steps
+from journal.projections.metrics import Series, all_series, change_steps, headline_rank
 from journal.projections.timeline import MetricView, Timeline
 
 #: Series colours, in the order series appear (the UI's own palette).
@@ -108,9 +108,9 @@ def legend_label(series: Series) -> str:
 
 
 def rates_first(series: list[Series]) -> list[Series]:
-    """Throughputs and bandwidths (what an upgrade is judged by) before latencies, counts and
-    sizes; otherwise in the order given."""
-    return sorted(series, key=lambda s: not s.higher_is_better)
+    """Throughputs and bandwidths (what an upgrade is judged by, the headline figures first)
+    before latencies, counts and sizes; otherwise in the order given."""
+    return sorted(series, key=lambda s: (not s.higher_is_better, headline_rank(s.name)))
 
 
 def _clip(text: str, chars: int) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from journal.pitfalls._bench import DISPLAY, PREFERENCE
+from journal.pitfalls._bench import DISPLAY
 from journal.pitfalls.base import Finding
 from journal.projections.metrics import (
     Change,
@@ -18,6 +18,7 @@ from journal.projections.metrics import (
     all_series,
     before_after,
     changes,
+    headline_rank,
     pair,
 )
 from journal.projections.timeline import MetricView, StepRunView, Timeline
@@ -77,7 +78,7 @@ def change_dict(change: Change) -> dict[str, Any]:
 def _rank(series: Series) -> int:
     """Where a series' metric stands in the throughput detector's order of preference."""
     name = series.name
-    return PREFERENCE.index(name) if name in PREFERENCE else len(PREFERENCE)
+    return headline_rank(name)
 
 
 def rate_series(timeline: Timeline) -> list[Series]:

@@ -78,17 +78,6 @@ DISPLAY = {
     "requests_per_s": "Request throughput",
     "avg_bus_bandwidth": "nccl-tests average bus bandwidth",
 }
-#: Which metric a title names first when several fell together.
-PREFERENCE = (
-    "output_token_throughput",
-    "output_tokens_per_s",
-    "total_token_throughput",
-    "total_tokens_per_s",
-    "request_throughput",
-    "requests_per_s",
-    "input_token_throughput",
-    "avg_bus_bandwidth",
-)
 
 
 @dataclass

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 
 from journal.pitfalls._bench import (
     DISPLAY,
-    PREFERENCE,
     Figure,
     recorded_figures,
     subject_blocks,
 )
 from journal.pitfalls.base import Finding, Subject, finding
+from journal.projections.metrics import headline_rank
 
 ID = "bench-invalid"
 ORDER = 81
@@ -58,7 +58,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 evidence.extend(lines)
             ranked = sorted(
                 block.figures,
-                key=lambda f: PREFERENCE.index(f.name) if f.name in PREFERENCE else 99,
+                key=lambda f: headline_rank(f.name),
             )
             shown = ranked[0] if ranked else None
             title = f"{tool} figures cannot be trusted: {reasons}"
@@ -90,9 +90,7 @@ def _recorded(subject: Subject, judged: set[str]) -> Iterator[Finding]:
             untrusted.setdefault(f.run, []).append(f)
     for run_key, found in untrusted.items():
         run = runs.get(run_key) if run_key else None
-        shown = sorted(
-            found, key=lambda f: PREFERENCE.index(f.name) if f.name in PREFERENCE else 99
-        )[0]
+        shown = sorted(found, key=lambda f: headline_rank(f.name))[0]
         unit = f" {shown.unit}" if shown.unit else ""
         title = (
             f"benchmark figures cannot be trusted: {shown.invalid} (it printed "

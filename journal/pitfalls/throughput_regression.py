@@ -18,7 +18,6 @@ from dataclasses import replace
 
 from journal.pitfalls._bench import (
     DISPLAY,
-    PREFERENCE,
     Block,
     Figure,
     figure_key,
@@ -26,6 +25,7 @@ from journal.pitfalls._bench import (
     run_name,
 )
 from journal.pitfalls.base import Evidence, Finding, Subject, finding
+from journal.projections.metrics import headline_rank
 
 ID = "throughput-regression"
 ORDER = 80
@@ -72,7 +72,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
             group = (f.run, f.host, f.labels.get("summary"), f.event if f.run is None else None)
             falls.setdefault(group, []).append((before, f, change))
     for (run_key, host, _, _), pairs in falls.items():
-        pairs.sort(key=lambda p: PREFERENCE.index(p[1].name) if p[1].name in PREFERENCE else 99)
+        pairs.sort(key=lambda p: headline_rank(p[1].name))
         before, after, change = pairs[0]
         run = runs.get(run_key) if run_key else None
         was = runs.get(before.run) if before.run else None

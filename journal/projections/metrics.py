@@ -15,6 +15,24 @@ from typing import Any
 
 from journal.projections.timeline import MetricView, StepRunView, Timeline
 
+#: The figures an upgrade is judged by first, in this order (the seed's: output tokens/s).
+HEADLINE = (
+    "output_token_throughput",
+    "output_tokens_per_s",
+    "total_token_throughput",
+    "total_tokens_per_s",
+    "request_throughput",
+    "requests_per_s",
+    "input_token_throughput",
+    "avg_bus_bandwidth",
+)
+
+
+def headline_rank(name: str) -> int:
+    """Where a metric comes in tables and titles: its place in HEADLINE, else after them."""
+    return HEADLINE.index(name) if name in HEADLINE else len(HEADLINE)
+
+
 #: Labels that do not make a workload: when (phase) and where (host, a column of its own).
 NOT_IDENTITY = frozenset({"phase", "host"})
 
