@@ -1,0 +1,251 @@
+"""Drift's readings: each host's values of what matters, folded from the journal's probes and
+snapshots, in stretches that read the same, each with the event it was read from."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fnmatch import translate
+from functools import lru_cache, singledispatch
+from typing import Any
+
+from journal.events import (
+    Event,
+    JournalOpened,
+    PackagesSnapshotted,
+    ProbeRecorded,
+    StepFinished,
+    StepStarted,
+)
+from journal.mapper import Recorded
+from journal.projections.packages import normalize
+
+#: (key, label): what the hosts page and `journal drift` compare, read from ``torch-env``;
+#: the key is the dotted path into its result, as `expect` spells it.
+STACK: tuple[tuple[str, str], ...] = (
+    ("torch.version", "torch"),
+    ("torch.cuda", "torch CUDA"),
+    ("nccl", "NCCL (torch)"),
+    ("torch.cudnn", "cuDNN (torch)"),
+    ("driver", "driver"),
+    ("cuda_driver", "CUDA driver"),
+    ("gpu_count", "GPU count"),
+    ("gpu_name", "GPU name"),
+    ("capability", "capability"),
+    ("nvcc.release", "nvcc"),
+    ("cuda_home", "CUDA_HOME"),
+    ("system_nccl.NCCL_VERSION", "system NCCL"),
+)
+
+#: Packages that make or break the stack (normalised names; globs for families); a row is
+#: shown for each that is installed on any host of the group.
+KEY_PACKAGES = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "numpy",
+    "nvidia-nccl-cu*",
+    "sgl-kernel",
+    "sglang-kernel",
+    "sglang",
+    "vllm",
+    "flashinfer*",
+    "triton",
+    "transformers",
+)
+
+#: The event types the fold reads (so a reader can ask the store for only these).
+EVENT_TYPES = (
+    "JournalOpened",
+    "StepStarted",
+    "StepFinished",
+    "PackagesSnapshotted",
+    "ProbeRecorded",
+)
+
+NOT_INSTALLED = "not installed"
+UNREADABLE = "?"
+NONE = "—"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value was read: a ``torch-env`` probe or a package snapshot (``kind``), by
+    event seq and time, the step run it belongs to, and ``phase``: ``before`` or ``after`` that
+    step run, or ``probe`` for one run on its own."""
+
+    kind: str
+    seq: int
+    ts: str
+    run: str | None
+    phase: str
+
+
+@dataclass(frozen=True)
+class Value:
+    """A value as shown (``?`` for a field the probe could not read, ``note`` saying why)."""
+
+    text: str
+    note: str = ""
+
+
+@dataclass
+class Segment:
+    """A stretch of one host's readings of one thing that all read the same value."""
+
+    value: Value
+    first: Source
+    last: Source
+
+
+@dataclass
+class StepRunRef:
+    """A step run as drift names it: which step, on which host, when it started and ended."""
+
+    run_id: str
+    step: str
+    host: str
+    seq: int
+    ts: str
+    benchmark: bool = False
+    status: str = "unfinished"
+    finished_seq: int | None = None
+
+
+@dataclass
+class HostReadings:
+    """Everything read on one host: per key, its segments in order."""
+
+    host: str
+    series: dict[str, list[Segment]] = field(default_factory=dict)
+    probed: Source | None = None
+    first_snapshot: Source | None = None
+    snapshot: Source | None = None
+
+
+@dataclass
+class Readings:
+    """A journal's probes and snapshots folded per host (the state of :func:`fold`)."""
+
+    journal: str
+    hosts: dict[str, str] = field(default_factory=dict)
+    runbook: str | None = None
+    runs: dict[str, StepRunRef] = field(default_factory=dict)
+    by_host: dict[str, HostReadings] = field(default_factory=dict)
+    events: int = 0
+    last_seq: int = 0
+
+    def host(self, name: str) -> HostReadings:
+        return self.by_host.setdefault(name, HostReadings(name))
+
+    def all_hosts(self) -> list[str]:
+        """The runbook's hosts, then any other host a step ran on or was read on."""
+        runs = (run.host for run in self.runs.values())
+        return list(dict.fromkeys([*self.hosts, *runs, *self.by_host]))
+
+
+_KEY = re.compile("|".join(f"(?:{translate(pattern)})" for pattern in KEY_PACKAGES))
+
+
+@lru_cache(maxsize=16384)
+def key_package(name: str) -> str | None:
+    """The normalised name of a distribution that is one of :data:`KEY_PACKAGES`, else None."""
+    name = normalize(name)
+    return name if _KEY.match(name) else None
+
+
+def read_field(result: dict[str, Any], path: str) -> Value:
+    """A ``torch-env`` field as a value; an unreadable part of the path says why."""
+    node: Any = result
+    for part in path.split("."):
+        if isinstance(node, dict) and "unavailable" in node:
+            break
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and "unavailable" in node:
+        return Value(UNREADABLE, str(node["unavailable"]))
+    if node is None:
+        return Value(NONE)
+    if isinstance(node, list):
+        return Value(", ".join(str(x) for x in node) or NONE)
+    return Value(str(node))
+
+
+def _extend(series: dict[str, list[Segment]], key: str, value: Value, source: Source) -> None:
+    segments = series.setdefault(key, [])
+    if segments and segments[-1].value.text == value.text:
+        segments[-1].last = source
+    else:
+        segments.append(Segment(value, source, source))
+
+
+@singledispatch
+def apply(event: Event, rec: Recorded, state: Readings) -> None:
+    """Events drift does not read change nothing."""
+
+
+@apply.register
+def _(event: JournalOpened, rec: Recorded, state: Readings) -> None:
+    state.hosts, state.runbook = dict(event.hosts), event.runbook
+
+
+@apply.register
+def _(event: StepStarted, rec: Recorded, state: Readings) -> None:
+    state.runs[event.run] = StepRunRef(
+        event.run, event.step, event.host_name, rec.seq, rec.ts, event.benchmark is not None
+    )
+
+
+@apply.register
+def _(event: StepFinished, rec: Recorded, state: Readings) -> None:
+    run = state.runs.get(event.run)
+    if run is not None:
+        run.status, run.finished_seq = event.status, rec.seq
+
+
+@apply.register
+def _(event: PackagesSnapshotted, rec: Recorded, state: Readings) -> None:
+    source = Source("snapshot", rec.seq, rec.ts, event.run, event.phase)
+    host = state.host(event.host_name)
+    versions = {}
+    for raw, entry in event.packages.items():
+        name = key_package(raw)
+        if name is not None:
+            version = entry.get("version") if isinstance(entry, dict) else entry
+            versions[name] = str(version)
+    known = {key.removeprefix("packages.") for key in host.series if key.startswith("packages.")}
+    for name in sorted(known | set(versions)):
+        key = f"packages.{name}"
+        if key not in host.series and host.first_snapshot and host.snapshot:
+            # Installed now, absent from every earlier snapshot of this host.
+            host.series[key] = [Segment(Value(NOT_INSTALLED), host.first_snapshot, host.snapshot)]
+        _extend(host.series, key, Value(versions.get(name, NOT_INSTALLED)), source)
+    host.first_snapshot = host.first_snapshot or source
+    host.snapshot = source
+
+
+@apply.register
+def _(event: ProbeRecorded, rec: Recorded, state: Readings) -> None:
+    if event.probe != "torch-env" or not isinstance(event.result, dict):
+        return
+    source = Source("probe", rec.seq, rec.ts, event.run, "after" if event.run else "probe")
+    host = state.host(event.host_name)
+    for key, _label in STACK:
+        _extend(host.series, key, read_field(event.result, key), source)
+    host.probed = source
+
+
+def fold(journal: str, records: Iterable[Recorded], state: Readings | None = None) -> Readings:
+    """Fold a journal's events (those of :data:`EVENT_TYPES` suffice) into its readings, or
+    extend ``state`` with events newer than it has seen."""
+    state = state or Readings(journal)
+    for rec in records:
+        if rec.seq <= state.last_seq:
+            continue
+        state.events += 1
+        state.last_seq = rec.seq
+        apply(rec.event, rec, state)
+    return state
+
+
+# -- comparing the hosts of a group ------------------------------------------------------------
