@@ -195,7 +195,7 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
     timeline = _timeline(ctx, journal)
     if args.output:
         for run in timeline.step_runs():
-            print(render.run_line(run))
+            print(render.run_line(run, command=False))
             sys.stdout.flush()
             sys.stdout.buffer.write(
                 render.output_bytes(store.read(journal, run_id=run.run_id, types=["OutputChunk"]))

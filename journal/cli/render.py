@@ -34,7 +34,13 @@ MARK = {
 }
 
 
-def run_line(run: StepRunView) -> str:
+#: The indent of a timeline item's details, under its time.
+PAD = " " * 22
+
+
+def run_line(run: StepRunView, command: bool = True) -> str:
+    """A step run's heading: when, status, exit, duration and output counts; then (unless
+    ``command`` is false) its command and, for anything but a plain exit, the reason."""
     exit_text = "" if run.exit_code is None else f" exit {run.exit_code}"
     took = "" if run.duration is None else f" {seconds(run.duration)}"
     out = (
@@ -45,8 +51,10 @@ def run_line(run: StepRunView) -> str:
         f"{when(run.started)}  [{MARK.get(run.status, run.status)}] {run.step} on {run.host}: "
         f"{run.status}{exit_text}{took}  ({out})  run {run.run_id}"
     )
+    if command:
+        line += f"\n{PAD}$ {first_line(run.command)}"
     if run.reason:
-        line += f"\n{' ' * 22}{run.reason}"
+        line += f"\n{PAD}{run.reason}"
     return line
 
 
@@ -60,7 +68,6 @@ def timeline_text(timeline: Timeline) -> str:
     for item in timeline.items:
         if isinstance(item, StepRunView):
             lines.append(run_line(item))
-            lines.append(f"{PAD}$ {first_line(item.command)}")
             lines.extend(f"{PAD}{line}" for line in run_details(item))
         elif isinstance(item, ProbeView):
             lines.append(f"{when(item.ts)}  probe {item.probe} on {item.host}: {probe_line(item)}")
@@ -77,8 +84,6 @@ def timeline_text(timeline: Timeline) -> str:
             )
     return "\n".join(lines)
 
-
-PAD = " " * 22
 
 
 def metric_line(metric: MetricView) -> str:
