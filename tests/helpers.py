@@ -78,3 +78,20 @@ def drain_pty(master: int, proc: subprocess.Popen[bytes], timeout: float) -> byt
     proc.wait(timeout=10)
     os.close(master)
     return out
+
+
+def uv_binary() -> str:
+    """Path of the real uv: beside the running interpreter (installed with journal's test
+    extra), else on PATH."""
+    import shutil
+
+    found = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    assert found, "uv is needed for these tests (pip install uv in journal's env)"
+    return found
+
+
+def run_checked(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a command, failing the test with its output if it exits non-zero."""
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{args} failed:\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done

@@ -6,8 +6,6 @@ import base64
 import hashlib
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 import zipfile
@@ -16,25 +14,14 @@ from pathlib import Path
 import pytest
 
 from journal.demo.wheels import build_indexes
-
-
-def _uv() -> str:
-    """Path of the real uv binary: on PATH, or beside the running interpreter."""
-    found = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
-    assert found, "uv is needed for these tests (not on PATH nor beside sys.executable)"
-    return found
-
-
-def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run a command, failing the test with its output if it exits non-zero."""
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{args} failed:\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    return done
+from tests.helpers import run_checked, uv_binary
 
 
 def _installed(python: Path, env: dict[str, str]) -> dict[str, str]:
     """Distribution name -> version installed in the environment of ``python``."""
-    out = _run([_uv(), "pip", "list", "--python", str(python), "--format", "freeze"], env).stdout
+    out = run_checked(
+        [uv_binary(), "pip", "list", "--python", str(python), "--format", "freeze"], env
+    ).stdout
     pairs = (line.split("==", 1) for line in out.splitlines() if "==" in line)
     return {name.lower(): version for name, version in pairs}
 
@@ -117,15 +104,15 @@ def test_wheels_are_well_formed(tmp_path: Path) -> None:
 
 def test_real_uv_upgrade_story(tmp_path: Path, uv_env: dict[str, str]) -> None:
     """The upgrade the demo re-enacts: install cu128, no-op install of cu130, then --reinstall."""
-    uv = _uv()
+    uv = uv_binary()
     indexes = build_indexes(tmp_path / "indexes")
     env_dir = tmp_path / "env"
-    _run([uv, "venv", "--python", sys.executable, str(env_dir)], uv_env)
+    run_checked([uv, "venv", "--python", sys.executable, str(env_dir)], uv_env)
     python = env_dir / "bin" / "python"
     old = indexes["cu128"].as_uri()
     new = indexes["cu130"].as_uri()
 
-    _run(
+    run_checked(
         [
             uv,
             "pip",
@@ -145,7 +132,7 @@ def test_real_uv_upgrade_story(tmp_path: Path, uv_env: dict[str, str]) -> None:
     installed = _installed(python, uv_env)
     assert installed["torch"] == "2.10.0+cu128"
     assert installed["numpy"] == "2.4.2"
-    probe = _run(
+    probe = run_checked(
         [
             str(python),
             "-c",
@@ -157,7 +144,7 @@ def test_real_uv_upgrade_story(tmp_path: Path, uv_env: dict[str, str]) -> None:
     )
     assert probe.stdout.strip() == "2.10.0+cu128 12.8 (2, 22, 3) False 0 True"
 
-    same = _run(
+    same = run_checked(
         [
             uv,
             "pip",
@@ -176,7 +163,7 @@ def test_real_uv_upgrade_story(tmp_path: Path, uv_env: dict[str, str]) -> None:
     assert re.search(r"(Checked|Audited) 3 packages", same.stderr)
     assert _installed(python, uv_env) == installed
 
-    upgrade = _run(
+    upgrade = run_checked(
         [
             uv,
             "pip",
@@ -200,7 +187,7 @@ def test_real_uv_upgrade_story(tmp_path: Path, uv_env: dict[str, str]) -> None:
     assert installed["numpy"] == "2.4.1"
     assert installed["pillow"] == "12.1.0"
     assert installed["nvidia-nccl-cu13"] == "2.28.9"
-    probe = _run(
+    probe = run_checked(
         [
             str(python),
             "-c",
@@ -209,7 +196,7 @@ def test_real_uv_upgrade_story(tmp_path: Path, uv_env: dict[str, str]) -> None:
         uv_env,
     )
     assert probe.stdout.strip() == "2.12.0.dev20260226+cu130 13.0 (2, 28, 9)"
-    others = _run(
+    others = run_checked(
         [
             str(python),
             "-c",

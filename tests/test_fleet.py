@@ -71,6 +71,13 @@ def check_runbook(tmp_path: Path, fleet: Fleet) -> Path:
     return fleet.runbook(tmp_path, CHECK)
 
 
+def check_torch(
+    db: Path, runbook: Path, fleet: Fleet, *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    """`journal run step check-torch ARGS` over the fleet."""
+    return journal("run", "step", "check-torch", *args, db=db, runbook=runbook, env=fleet.env())
+
+
 # --- rolling ------------------------------------------------------------------------------------
 
 
@@ -78,16 +85,7 @@ def test_rolling_one_at_a_time_stops_at_the_odd_host_and_never_touches_the_rest(
     tmp_path: Path, fleet: Fleet, check_runbook: Path
 ) -> None:
     db = tmp_path / "journal.db"
-    result = journal(
-        "run",
-        "step",
-        "check-torch",
-        "--rolling",
-        "1",
-        db=db,
-        runbook=check_runbook,
-        env=fleet.env(),
-    )
+    result = check_torch(db, check_runbook, fleet, "--rolling", "1")
     said = text(result.stderr)
     assert result.returncode == 1, said  # the command succeeded, its expectation did not
     assert fleet.odd == "gpu-3"
@@ -118,16 +116,7 @@ def test_rolling_two_at_a_time_finishes_the_batch_then_stops(
     tmp_path: Path, fleet: Fleet, check_runbook: Path
 ) -> None:
     db = tmp_path / "journal.db"
-    result = journal(
-        "run",
-        "step",
-        "check-torch",
-        "--rolling",
-        "2",
-        db=db,
-        runbook=check_runbook,
-        env=fleet.env(),
-    )
+    result = check_torch(db, check_runbook, fleet, "--rolling", "2")
     said = text(result.stderr)
     assert result.returncode == 1, said
     assert sorted(started_hosts(db)) == ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]
@@ -146,19 +135,8 @@ def test_a_group_rolls_cleanly_when_every_host_is_as_expected(
     tmp_path: Path, fleet: Fleet, check_runbook: Path
 ) -> None:
     db = tmp_path / "journal.db"
-    result = journal(
-        "run",
-        "step",
-        "check-torch",
-        "--group",
-        "canary",
-        "--host",
-        "gpu-5",
-        "--rolling",
-        "2",
-        db=db,
-        runbook=check_runbook,
-        env=fleet.env(),
+    result = check_torch(
+        db, check_runbook, fleet, "--group", "canary", "--host", "gpu-5", "--rolling", "2"
     )
     assert result.returncode == 0, text(result.stderr)
     assert started_hosts(db)[:2] in (["gpu-1", "gpu-2"], ["gpu-2", "gpu-1"])

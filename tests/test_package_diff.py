@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from journal.projections.packages import (
     diffs_by_run,
 )
 from journal.store import EventStore
+from tests.helpers import run_checked, uv_binary
 
 PROBE = Path(journal.__file__).parent / "probes" / "scripts" / "packages.py"
 
@@ -47,20 +47,6 @@ def _dist(name: str, version: str, *requires: str) -> StandIn:
     return StandIn(
         name, version, requires, {f"{module}/__init__.py": f"__version__ = {version!r}\n"}
     )
-
-
-def _uv() -> str:
-    """Path of the real uv binary: on PATH, or beside the running interpreter."""
-    found = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
-    assert found, "uv is needed for these tests (not on PATH nor beside sys.executable)"
-    return found
-
-
-def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run a command, failing the test with its output if it exits non-zero."""
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{args} failed:\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    return done
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +107,13 @@ class Venv:
     def uv(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run ``uv pip ARGS`` against this venv (``install`` gets the test index)."""
         extra = ["--index-url", self.index] if args[0] == "install" else []
-        return _run([_uv(), "pip", *args, "--python", str(self.python), *extra], self.env)
+        return run_checked(
+            [uv_binary(), "pip", *args, "--python", str(self.python), *extra], self.env
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """The real ``packages`` probe's JSON, as the venv's python prints it."""
-        return json.loads(_run([str(self.python), str(PROBE)], self.env).stdout)
+        return json.loads(run_checked([str(self.python), str(PROBE)], self.env).stdout)
 
     def step(self, *args: str) -> tuple[PackageDiff, str]:
         """Snapshot, run ``uv pip ARGS``, snapshot again: the diff and what uv printed."""
@@ -140,7 +128,7 @@ def venv(tmp_path: Path, index: str, uv_env: dict[str, str]) -> Venv:
     """A fresh venv holding the baseline: alpha 1.0, beta 2.0, gamma 3.0+cu128, delta 0.1,
     epsilon 1.0+cu128."""
     target = tmp_path / "venv"
-    _run([_uv(), "venv", "--python", sys.executable, str(target)], uv_env)
+    run_checked([uv_binary(), "venv", "--python", sys.executable, str(target)], uv_env)
     made = Venv(target / "bin" / "python", index, uv_env)
     made.uv("install", *BASELINE)
     return made

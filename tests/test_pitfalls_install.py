@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from journal.pitfalls._install import named
 from journal.pitfalls.base import Finding, Run, Subject
 from journal.pitfalls.subjects import from_transcript
 from journal.projections.packages import diff_packages, normalize
-from tests.helpers import journal, text
+from tests.helpers import journal, text, uv_binary
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 NIGHTLY = "2.12.0.dev20260226+cu130"
@@ -40,12 +39,6 @@ OWNED = ("downgrade-cascade", "torch-replaced", "dependency-conflict", "unverifi
 ID_DOWN, ID_UNV = "downgrade-cascade", "unverified-change"
 #: The ids these tests judge; other detectors (nccl-changed, ...) may add their own findings.
 IDS = {"noop-install", "variant-not-switched", *OWNED}
-
-
-def _uv() -> str:
-    found = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    assert found, "uv is needed (pip install uv in journal's env)"
-    return found
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -156,7 +149,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     tools = root / "uv-0.10.9"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tools)], check=True)
     got = subprocess.run(
-        [_uv(), "pip", "install", "--quiet", "--python", str(tools / "bin" / "python")]
+        [uv_binary(), "pip", "install", "--quiet", "--python", str(tools / "bin" / "python")]
         + ["uv==0.10.9", "--index-url", "https://pypi.org/simple"],
         env={k: v for k, v in env.items() if k != "UV_CACHE_DIR"},
         capture_output=True,
@@ -172,7 +165,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         indexes["cu130"].as_uri(),
         apps.as_uri(),
         wheels,
-        _uv(),
+        uv_binary(),
         uv_old,
         env,
     )

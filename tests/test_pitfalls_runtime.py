@@ -793,14 +793,9 @@ def test_helpers_know_the_gpus_by_name() -> None:
     assert rt.wheel_variant((12, 4)) == "cu124" and rt.wheel_variant((11, 4)) is None
 
 
-def test_a_condition_every_probe_shows_is_reported_where_it_appeared() -> None:
-    """Four probes of one host: broken, broken again, fixed, broken again."""
-    broken = h200_env()
-    broken["nvml"].update(cuda_driver="12.4", driver="550.54.15")
-    broken["nvcc"] = {"path": "/usr/local/cuda/bin/nvcc", "release": "12.8", "version": "12.8.93"}
-    broken = with_devices(broken, BLACKWELL, "12.0")
-    broken["torch"]["arch_list"] = CU126_ARCHS
-    runs = [
+def probe_runs(envs: list[dict]) -> list[Run]:
+    """One step run a probe of host h200 followed for each torch-env result, in order."""
+    return [
         Run(
             key=f"run-{i}",
             step=f"step-{i}",
@@ -810,8 +805,18 @@ def test_a_condition_every_probe_shows_is_reported_where_it_appeared() -> None:
             probes={"torch-env": env},
             probe_events={"torch-env": i},
         )
-        for i, env in enumerate([broken, broken, h200_env(), broken], 1)
+        for i, env in enumerate(envs, 1)
     ]
+
+
+def test_a_condition_every_probe_shows_is_reported_where_it_appeared() -> None:
+    """Four probes of one host: broken, broken again, fixed, broken again."""
+    broken = h200_env()
+    broken["nvml"].update(cuda_driver="12.4", driver="550.54.15")
+    broken["nvcc"] = {"path": "/usr/local/cuda/bin/nvcc", "release": "12.8", "version": "12.8.93"}
+    broken = with_devices(broken, BLACKWELL, "12.0")
+    broken["torch"]["arch_list"] = CU126_ARCHS
+    runs = probe_runs([broken, broken, h200_env(), broken])
     found = runtime(judge(Subject("journal", runs, "runtime")))
     assert Counter(f.step for f in found) == {"step-1": 3, "step-4": 3}
     assert {f.id for f in found} == {"arch-unsupported", "driver-too-old", "toolkit-mismatch"}
@@ -839,17 +844,6 @@ def test_masked_exit_in_an_imported_transcript(tmp_path: Path) -> None:
 def test_cpu_torch_from_probes_is_reported_once() -> None:
     env = h200_env()
     env["torch"].update(version="2.13.0+cpu", cuda=None)
-    runs = [
-        Run(
-            key=f"run-{i}",
-            step=f"step-{i}",
-            host="h200",
-            command="true",
-            exit_code=0,
-            probes={"torch-env": env},
-            probe_events={"torch-env": i},
-        )
-        for i in (1, 2)
-    ]
+    runs = probe_runs([env, env])
     found = runtime(judge(Subject("journal", runs, "runtime")))
     assert [(f.id, f.step) for f in found] == [("cpu-torch", "step-1")]

@@ -85,7 +85,6 @@ def timeline_text(timeline: Timeline) -> str:
     return "\n".join(lines)
 
 
-
 def metric_line(metric: MetricView) -> str:
     """``output_token_throughput = 96.10 tok/s (benchmark=eagle3, phase=after) on gpu-box``."""
     labels = ", ".join(f"{k}={v}" for k, v in metric.labels.items() if k != "host")

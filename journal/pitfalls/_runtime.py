@@ -5,10 +5,10 @@ wheel variants. Not a detector (its name starts with ``_``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from journal.pitfalls.base import Evidence, Run, Subject
+from journal.pitfalls.base import Evidence, Finding, Run, Subject
 
 TORCH_ENV = "torch-env"
 
@@ -150,6 +150,23 @@ class Repeats:
         last = self._last.get(run.host)
         self._last[run.host] = fact
         return fact is not None and fact != last
+
+    def probed(self, run: Run, computed: Finding | None) -> Finding | None:
+        """``computed`` (a detector's finding from ``run``'s torch-env probe) when the run has
+        that probe and the finding is new for its host, else None."""
+        if torch_env(run) and self.new(run, computed.title if computed else None):
+            return computed
+        return None
+
+
+def with_probe_findings(
+    subject: Subject, from_probe: Callable[[Run], Finding | None]
+) -> Iterator[tuple[Run, Finding | None]]:
+    """Each run with its finding from its torch-env probe when that finding is new for its
+    host (else None): a detector yields it, or reads the run's output when there is none."""
+    repeats = Repeats()
+    for run in subject.runs:
+        yield run, repeats.probed(run, from_probe(run))
 
 
 def probe_fact(run: Run, event: int | None, text: str) -> Evidence:

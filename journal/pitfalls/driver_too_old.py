@@ -88,12 +88,9 @@ def _from_probe(run: Run) -> Finding | None:
 
 
 def detect(subject: Subject) -> Iterator[Finding]:
-    repeats = rt.Repeats()
-    for run in subject.runs:
-        computed = _from_probe(run)
-        if rt.torch_env(run) and repeats.new(run, computed.title if computed else None):
-            assert computed is not None
-            yield computed
+    for run, probed in rt.with_probe_findings(subject, _from_probe):
+        if probed is not None:
+            yield probed
             continue
         old = run.grep(TOO_OLD, "too old", limit=1)
         short = run.grep(INSUFFICIENT, "insufficient for CUDA runtime", limit=1)

@@ -189,23 +189,13 @@ def detect(subject: Subject) -> Iterator[Finding]:
             torch_seen[run.host] = (torch, _probe_evidence(run, torch))
             if systems:
                 system_seen[run.host] = systems
-            skewed = [(v, e) for v, e in systems if v != torch]
-            signature = (run.host, "system", torch, tuple(sorted({v for v, _ in skewed})))
-            if skewed and signature not in told:
-                told.add(signature)
-                system = ", ".join(sorted({_text(v) for v, _ in skewed}))
-                yield finding(
-                    ID,
-                    "warning",
-                    _skew_title(torch, skewed),
-                    SKEW_ADVICE.format(system=system, torch=_text(torch)),
-                    [
-                        _probe_evidence(run, torch),
-                        *(e for _, e in systems),
-                        *(e for _, e in wheels),
-                    ],
-                    run,
-                )
+            yield from _system_skew(
+                run,
+                torch,
+                systems,
+                [_probe_evidence(run, torch), *(e for _, e in systems), *(e for _, e in wheels)],
+                told,
+            )
             imported = (run.probe("torch-env") or {}).get("torch_imported") is not False
             off = [(v, e) for v, e in wheels if v != torch]
             signature = (run.host, "wheel", torch, tuple(sorted({v for v, _ in off})))
@@ -234,15 +224,29 @@ def detect(subject: Subject) -> Iterator[Finding]:
             continue
         torch, torch_line = torch_seen[run.host]
         skewed = [(v, e) for v, e in system_seen[run.host] if v != torch]
-        signature = (run.host, "system", torch, tuple(sorted({v for v, _ in skewed})))
-        if skewed and signature not in told:
-            told.add(signature)
-            system = ", ".join(sorted({_text(v) for v, _ in skewed}))
-            yield finding(
-                ID,
-                "warning",
-                _skew_title(torch, skewed),
-                SKEW_ADVICE.format(system=system, torch=_text(torch)),
-                [torch_line, *(e for _, e in skewed[:4])],
-                run,
-            )
+        yield from _system_skew(
+            run, torch, system_seen[run.host], [torch_line, *(e for _, e in skewed[:4])], told
+        )
+
+
+def _system_skew(
+    run: Run,
+    torch: Version,
+    systems: list[tuple[Version, Evidence]],
+    evidence: list[Evidence],
+    told: set[tuple],
+) -> Iterator[Finding]:
+    """The finding that torch's NCCL differs from the system's, once per host and versions."""
+    skewed = [(v, e) for v, e in systems if v != torch]
+    signature = (run.host, "system", torch, tuple(sorted({v for v, _ in skewed})))
+    if skewed and signature not in told:
+        told.add(signature)
+        system = ", ".join(sorted({_text(v) for v, _ in skewed}))
+        yield finding(
+            ID,
+            "warning",
+            _skew_title(torch, skewed),
+            SKEW_ADVICE.format(system=system, torch=_text(torch)),
+            evidence,
+            run,
+        )
