@@ -232,6 +232,17 @@ class PitfallAcknowledged(Event):
 
 
 @dataclass(frozen=True)
+class PitfallUnacknowledged(Event):
+    """An acknowledgement was withdrawn: ``finding`` (a key or a pitfall id, as acknowledged)
+    is judged open again unless a later fact resolved it."""
+
+    type: ClassVar[str] = "PitfallUnacknowledged"
+
+    finding: str
+    author: str = ""
+
+
+@dataclass(frozen=True)
 class TranscriptImported(Event):
     """A terminal session done by hand was imported: its file, digest and command count. Its
     commands follow as step runs flagged ``imported`` (their times are the import's)."""
@@ -258,6 +269,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ExpectationChecked,
         MetricRecorded,
         PitfallAcknowledged,
+        PitfallUnacknowledged,
         TranscriptImported,
     )
 }

@@ -124,7 +124,9 @@ def test_failed_requests_make_figures_untrusted_and_bench_invalid_fires(tmp_path
     output = {m.name: m for m in metrics(db)}["output_token_throughput"]
     assert output.value == 240.55 and "4 requests" in (output.invalid or "")
     assert b"NOT TRUSTED" in result.stderr
-    findings = json.loads(journal("pitfalls", "--format", "json", db=db, runbook=rb).stdout)
+    findings = json.loads(
+        journal("pitfalls", "--all", "--format", "json", db=db, runbook=rb).stdout
+    )
     assert [f["id"] for f in findings["findings"]] == ["bench-invalid"]
 
 
@@ -178,7 +180,9 @@ def test_record_metric_marks_a_figure_entered_by_hand(tmp_path: Path) -> None:
     assert [m.value for m in recorded_] == [90.0, 54.1]
     assert {m.source for m in recorded_} == {"manual"}
     assert all(m.author and m.run is None for m in recorded_)
-    findings = json.loads(journal("pitfalls", "--format", "json", db=db, runbook=rb).stdout)
+    findings = json.loads(
+        journal("pitfalls", "--all", "--format", "json", db=db, runbook=rb).stdout
+    )
     regression = [f for f in findings["findings"] if f["id"] == "throughput-regression"]
     assert len(regression) == 1 and "fell 39.9%" in regression[0]["title"]
 

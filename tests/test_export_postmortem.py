@@ -116,10 +116,14 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Seed:
     for tag, note in NOTES.items():
         _ok("note", note, "--tag", tag, "--author", "ana", db=db, runbook=runbook)
     _ok("note", HOSTILE, "--tag", "lesson", "--host", "local-box", db=db, runbook=runbook)
-    findings = json.loads(_ok("pitfalls", "--format", "json", db=db, runbook=runbook))["findings"]
+    findings = json.loads(_ok("pitfalls", "--all", "--format", "json", db=db, runbook=runbook))[
+        "findings"
+    ]
     (fell,) = [f for f in findings if f["id"] == "throughput-regression"]
     _ok("pitfalls", "ack", fell["key"], "--note", ACK, db=db, runbook=runbook)
-    findings = json.loads(_ok("pitfalls", "--format", "json", db=db, runbook=runbook))["findings"]
+    findings = json.loads(_ok("pitfalls", "--all", "--format", "json", db=db, runbook=runbook))[
+        "findings"
+    ]
     md = _ok("export", "postmortem", db=db, runbook=runbook)
     html, out_json = folder / "pm.html", folder / "pm.json"
     assert "wrote" in _ok("export", "postmortem", "-o", str(html), db=db, runbook=runbook)

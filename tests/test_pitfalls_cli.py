@@ -25,7 +25,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def findings_of(db: Path, rb: Path) -> list[dict]:
-    result = journal("pitfalls", "--format", "json", db=db, runbook=rb)
+    result = journal("pitfalls", "--all", "--format", "json", db=db, runbook=rb)
     assert result.returncode == 0, text(result.stderr)
     return json.loads(result.stdout)["findings"]
 
@@ -119,7 +119,7 @@ def test_import_transcript_records_each_command_as_an_imported_step_run(tmp_path
     starts = [r.event for r in records if isinstance(r.event, StepStarted)]
     assert [s.imported for s in starts] == [True] * 4
     assert starts[1].command.startswith("~/ml-env/bin/python3 -c")
-    listed = journal("--journal", "by-hand", "pitfalls", "--format", "json", db=db)
+    listed = journal("--journal", "by-hand", "pitfalls", "--all", "--format", "json", db=db)
     found = json.loads(listed.stdout)["findings"]
     assert {f["id"] for f in found} >= {"noop-install", "variant-not-switched"}
     assert all(f["host"] == "gpu-box" for f in found)

@@ -31,6 +31,7 @@ from journal.pitfalls._install import named
 from journal.pitfalls.base import Finding, Run, Subject
 from journal.pitfalls.subjects import from_transcript
 from journal.projections.packages import diff_packages, normalize
+from journal.service.findings import judged
 from tests.helpers import journal, text, uv_binary
 
 DATA = Path(__file__).parent / "data" / "transcripts"
@@ -309,7 +310,7 @@ def uv_journal(world: World, pip_python: Path) -> Journal:
     assert plan.returncode == 1, text(plan.stderr)  # pip check fails, as it should
     last = journal("run", "step", "uv-pip-check", db=db, runbook=runbook, env=world.env)
     assert last.returncode == 1, text(last.stderr)
-    result = journal("pitfalls", "--format", "json", db=db, runbook=runbook)
+    result = journal("pitfalls", "--all", "--format", "json", db=db, runbook=runbook)
     assert result.returncode == 0, text(result.stderr)
     return Journal(db, runbook, json.loads(result.stdout)["findings"])
 
@@ -338,7 +339,8 @@ def test_a_noop_uv_install_is_flagged_and_confirmed_by_the_snapshots(uv_journal:
 def test_a_reinstall_that_downgrades_numpy_is_a_downgrade_cascade(uv_journal: Journal) -> None:
     step = _of(uv_journal.findings, "reinstall-torch")
     assert "noop-install" not in step  # it did switch
-    assert set(step) - {"variant-not-switched"} == {"downgrade-cascade"}
+    assert set(step) - {"variant-not-switched", ID_UNV} == {"downgrade-cascade"}
+    assert step[ID_UNV]["state"] == "resolved"  # verify-again probed after it
     found = step["downgrade-cascade"]
     assert found["severity"] == "warning"
     assert "numpy 2.4.2 → 2.4.1" in found["title"] and "pillow 12.1.1 → 12.1.0" in found["title"]
@@ -369,7 +371,8 @@ def test_a_framework_that_pins_torch_replaces_it(uv_journal: Journal, world: Wor
 
 
 def test_an_upgrade_of_what_was_named_is_no_pitfall(uv_journal: Journal) -> None:
-    assert _of(uv_journal.findings, "pin-numpy") == {}
+    pinned = _of(uv_journal.findings, "pin-numpy")
+    assert set(pinned) <= {ID_UNV} and pinned[ID_UNV]["state"] == "resolved"
     assert _of(uv_journal.findings, "verify-last") == {}
 
 
@@ -377,15 +380,18 @@ def test_a_change_is_unverified_until_a_probe_runs_before_the_next_change(
     uv_journal: Journal,
 ) -> None:
     unverified = {f["step"]: f for f in uv_journal.findings if f["id"] == "unverified-change"}
-    # reinstall-torch was followed by verify-again (a probe), pin-numpy by verify-last;
-    # pip-nightly probes in its own step.
-    assert "reinstall-torch" not in unverified and "pin-numpy" not in unverified
+    # reinstall-torch was followed by verify-again (a probe), pin-numpy by verify-last: each
+    # resolved by that probe; pip-nightly probes in its own step.
+    assert unverified["reinstall-torch"]["state"] == "resolved"
+    assert unverified["reinstall-torch"]["resolved_by"]["step"] == "verify-again"
+    assert unverified["pin-numpy"]["resolved_by"]["step"] == "verify-last"
     assert "pip-nightly" not in unverified
     found = unverified["install-sglang"]
     assert found["severity"] == "warning"
     assert "no probe ran before pin-numpy changed packages again" in found["title"]
     assert "journal run probe torch-env --host uvbox" in found["advice"]
-    assert set(unverified) == {"install-sglang"}
+    # install-sglang's change was never probed alone, but verify-last probed what followed
+    assert found["resolved_by"]["step"] == "verify-last"
 
 
 def test_pip_reports_a_conflict_and_exits_0_and_pip_check_fails(uv_journal: Journal) -> None:
@@ -626,7 +632,7 @@ def test_lint_and_import_of_the_pip_session(
         "import", "transcript", str(path), "--host", "gpu-box", db=db, runbook=runbook
     )
     assert imported.returncode == 0, text(imported.stderr)
-    listed = journal("pitfalls", "--format", "json", db=db, runbook=runbook)
+    listed = journal("pitfalls", "--all", "--format", "json", db=db, runbook=runbook)
     assert listed.returncode == 0, text(listed.stderr)
     in_journal = json.loads(listed.stdout)["findings"]
     assert sorted(f["id"] for f in in_journal if f["id"] in IDS) == sorted(
@@ -675,6 +681,11 @@ def _run(
 
 def _ids(subject: Subject, wanted: str) -> list[Finding]:
     return [f for f in judge(subject) if f.id == wanted]
+
+
+def followed(subject: Subject, wanted: str) -> list[Finding]:
+    """The findings of ``wanted`` with their lifecycle, as `journal pitfalls --all` shows them."""
+    return [f for f in judged(subject) if f.id == wanted]
 
 
 def test_named_reads_files_options_and_uninstalls() -> None:
@@ -743,9 +754,12 @@ def test_unverified_change_counts_probes_expectations_and_the_next_change() -> N
     found = _ids(_journal(first, second), ID_UNV)
     assert [f.step for f in found] == ["add-tabulate"]
     assert "no probe ran before torch changed packages again" in found[0].title
-    # a later step that changed nothing and probed does
+    # a later step that changed nothing and probed resolves it
     check = _run("verify", "true", c, c, event=10, probes=("torch-env",))
-    assert _ids(_journal(first, check), ID_UNV) == []
+    found = followed(_journal(first, check), ID_UNV)
+    assert [(f.state, f.resolved_by.step if f.resolved_by else None) for f in found] == [
+        ("resolved", "verify")
+    ]
     # transcripts have no probes to miss
     assert _ids(Subject("transcript", [first]), ID_UNV) == []
 
@@ -761,12 +775,20 @@ def test_a_standalone_probe_verifies_a_change(world: World, tmp_path: Path) -> N
     db = tmp_path / "journal.db"
     step = journal("run", "step", "add-tabulate", db=db, runbook=runbook, env=world.env)
     assert step.returncode == 0, text(step.stderr)
-    before = json.loads(journal("pitfalls", "--format", "json", db=db, runbook=runbook).stdout)
+    before = json.loads(
+        journal("pitfalls", "--all", "--format", "json", db=db, runbook=runbook).stdout
+    )
     assert [f["id"] for f in before["findings"]] == ["unverified-change"]
     probe = journal("run", "probe", "torch-env", "--host", "box", db=db, runbook=runbook)
     assert probe.returncode == 0, text(probe.stderr)
-    after = json.loads(journal("pitfalls", "--format", "json", db=db, runbook=runbook).stdout)
-    assert [f["id"] for f in after["findings"] if f["id"] == ID_UNV] == []
+    after = json.loads(
+        journal("pitfalls", "--all", "--format", "json", db=db, runbook=runbook).stdout
+    )
+    unverified = [f for f in after["findings"] if f["id"] == ID_UNV]
+    assert [(f["state"], f["resolved_by"]["kind"]) for f in unverified] == [("resolved", "probe")]
+    assert "the torch-env probe ran on its own on box" in unverified[0]["resolved_by"]["why"]
+    still = json.loads(journal("pitfalls", "--format", "json", db=db, runbook=runbook).stdout)
+    assert [f["id"] for f in still["findings"] if f["id"] == ID_UNV] == []  # open ones only
 
 
 def test_a_failed_check_without_known_wording_and_one_that_never_ran() -> None:

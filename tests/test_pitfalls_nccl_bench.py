@@ -54,7 +54,7 @@ MINE = ("nccl-changed", "nccl-skew", "throughput-regression", "bench-invalid", "
 
 
 def pitfalls_json(db: Path, runbook: Path | None = None, journal_name: str | None = None) -> list:
-    args = ["pitfalls", "--format", "json"]
+    args = ["pitfalls", "--all", "--format", "json"]
     if journal_name:
         args += ["--journal", journal_name]
     result = journal(*args, db=db, runbook=runbook or db.with_suffix(".none.toml"))
@@ -517,12 +517,16 @@ def test_kill_9_of_journal_is_an_error_until_the_step_runs_again(tmp_path: Path)
     texts = [e["text"] for e in found[0]["evidence"]]
     assert "last output: started" in texts
     assert "journal run step install --host box" in found[0]["advice"]
-    # Run again to the end: the interrupted run is only information now.
+    assert found[0]["state"] == "open"
+    # Run again to the end: that run resolves the finding, and names itself as what did.
     go.write_text("")
     assert journal("run", "step", "install", db=db, runbook=rb).returncode == 0
     found = of(pitfalls_json(db, rb), "step-interrupted")
-    assert [f["severity"] for f in found] == ["info"]
-    assert "it was run again and finished" in found[0]["title"]
+    assert [(f["severity"], f["state"]) for f in found] == [("error", "resolved")]
+    started = EventStore(str(db)).read(types=[StepStarted.type])
+    again = [r.event.run for r in started][-1]
+    assert found[0]["resolved_by"]["run"] == again
+    assert "install ran again on box and went through" in found[0]["resolved_by"]["why"]
 
 
 def test_ctrl_c_timeout_and_a_killed_command_but_not_a_plain_failure(tmp_path: Path) -> None:

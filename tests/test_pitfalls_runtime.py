@@ -733,7 +733,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         return done
 
     ran = {name: cli("run", "step", name) for name in steps}
-    listed = cli("pitfalls", "--format", "json")
+    listed = cli("pitfalls", "--all", "--format", "json")
     assert listed.returncode == 0, text(listed.stderr)
     by_step: dict[str, list[dict[str, Any]]] = {name: [] for name in steps}
     for found in json.loads(listed.stdout)["findings"]:
@@ -831,7 +831,7 @@ def test_masked_exit_in_an_imported_transcript(tmp_path: Path) -> None:
     db = tmp_path / "journal.db"
     for args in (
         ("--journal", "by-hand", "import", "transcript", str(path), "--host", "gpu-box"),
-        ("--journal", "by-hand", "pitfalls", "--format", "json"),
+        ("--journal", "by-hand", "pitfalls", "--all", "--format", "json"),
     ):
         done = journal(*args, db=db, env=env, cwd=tmp_path)
         assert done.returncode == 0 and no_traceback(done), text(done.stderr)

@@ -117,12 +117,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("pitfalls", pitfalls.pitfalls, "the pitfalls found in the journal")
     p.set_defaults(action="list")
     p.add_argument("--format", choices=["text", "json"], default="text")
-    acks = p.add_subparsers(dest="action", metavar="ack", parser_class=_Parser)
+    p.add_argument(
+        "--all", action="store_true", help="every finding, resolved and acknowledged ones too"
+    )
+    acks = p.add_subparsers(dest="action", metavar="ack|unack", parser_class=_Parser)
     ack = acks.add_parser(
         "ack", parents=[sub_globals], help="acknowledge a finding (or every finding of an id)"
     )
     ack.add_argument("finding", help="a finding's key (ID:RUN, as listed) or a pitfall id")
     ack.add_argument("--note", required=True, help="why it is fine, or what was done")
+    ack.add_argument("--by", help="who acknowledges it (default: user@machine)")
+    unack = acks.add_parser(
+        "unack", parents=[sub_globals], help="withdraw an acknowledgement"
+    )
+    unack.add_argument("finding", help="the key or pitfall id that was acknowledged")
+    unack.add_argument("--by", help="who withdraws it (default: user@machine)")
     p = command("lint", pitfalls.lint, "findings for terminal transcripts (no database needed)")
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--format", choices=["text", "json"], default="text")

@@ -13,15 +13,25 @@ from journal.pitfalls.base import Finding
 LABEL = {"error": "ERROR  ", "warning": "WARNING", "info": "INFO   "}
 
 
-def finding_text(found: Finding, where: str = "") -> str:
-    """A finding as a few lines: severity, id, where, title; evidence; advice."""
+def finding_text(found: Finding, where: str = "", with_key: bool = False) -> str:
+    """A finding as a few lines: severity, id, where, state; title; evidence; advice; and,
+    in a journal, the key that `journal pitfalls ack` takes."""
     place = where or (f"{found.step} on {found.host} (run {found.run})" if found.run else "")
-    ack = f"  [acknowledged: {found.acknowledged}]" if found.acknowledged is not None else ""
-    lines = [f"{LABEL[found.severity]} {found.id}  {place}{ack}", f"        {found.title}"]
+    state = "" if found.is_open else f"  [{found.state.upper()}]"
+    lines = [f"{LABEL[found.severity]} {found.id}  {place}{state}", f"        {found.title}"]
+    if found.regression_of:
+        lines.append(f"        again: it had been resolved before ({found.regression_of})")
     for ev in found.evidence[:6]:
         at = f"line {ev.line}: " if ev.line is not None else ""
         lines.append(f"        | {at}{ev.text[:300]}")
     lines.append(f"        advice: {found.advice}")
+    if found.resolved_by is not None:
+        lines.append(f"        resolved: {found.resolved_by.why}")
+    if found.acknowledged is not None:
+        ack = found.acknowledged
+        lines.append(f"        acknowledged by {ack.by} at {ack.at}: {ack.note}")
+    if with_key:
+        lines.append(f"        key: {found.key}")
     return "\n".join(lines)
 
 
@@ -32,30 +42,37 @@ def one_line(found: Finding) -> str:
 
 def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
     from journal.pitfalls import counts
-    from journal.service.findings import acknowledge, journal_findings
+    from journal.service.findings import acknowledge, journal_findings, unacknowledge
 
     journal = ctx.journal()
     if args.action == "ack":
-        covered = acknowledge(ctx.store, journal, args.finding, args.note)
-        print(
-            f"acknowledged {len(covered)} finding{'s' if len(covered) != 1 else ''} "
-            f"({args.finding}) in {journal}"
-        )
+        covered = acknowledge(ctx.store, journal, args.finding, args.note, args.by)
+        print(f"acknowledged {_n(len(covered))} ({args.finding}) in {journal}")
+        return 0
+    if args.action == "unack":
+        covered = unacknowledge(ctx.store, journal, args.finding, args.by)
+        print(f"withdrew the acknowledgement of {args.finding} ({_n(len(covered))}) in {journal}")
         return 0
     findings, _ = journal_findings(ctx.store, journal)
+    shown = findings if args.all else [f for f in findings if f.is_open]
     if args.format == "json":
-        print(
-            json.dumps({"journal": journal, "findings": [f.to_dict() for f in findings]}, indent=2)
-        )
+        print(json.dumps({"journal": journal, "findings": [f.to_dict() for f in shown]}, indent=2))
         return 0
     tally = counts(findings)
+    states = {s: sum(1 for f in findings if f.state == s) for s in ("resolved", "acknowledged")}
     print(
-        f"journal {journal}: {len(findings)} finding{'s' if len(findings) != 1 else ''} "
-        f"(open: {tally['error']} error, {tally['warning']} warning, {tally['info']} info)"
+        f"journal {journal}: {_n(len(findings))}; open: {tally['error']} error, "
+        f"{tally['warning']} warning, {tally['info']} info; {states['resolved']} resolved, "
+        f"{states['acknowledged']} acknowledged"
+        + ("" if args.all or len(shown) == len(findings) else " (--all lists them too)")
     )
-    for found in findings:
-        print(finding_text(found))
+    for found in shown:
+        print(finding_text(found, with_key=True))
     return 0
+
+
+def _n(count: int) -> str:
+    return f"{count} finding{'s' if count != 1 else ''}"
 
 
 def lint(ctx: Context, args: argparse.Namespace) -> int:

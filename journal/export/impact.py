@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from journal.pitfalls._bench import DISPLAY
-from journal.pitfalls.base import Finding
 from journal.projections.metrics import (
     Change,
     Series,
@@ -19,12 +18,8 @@ from journal.projections.metrics import (
     before_after,
     changes,
     headline_rank,
-    pair,
 )
 from journal.projections.timeline import MetricView, StepRunView, Timeline
-
-#: A later figure within this fraction of the one before a fall counts as recovered.
-RECOVERED = 0.05
 
 
 def figure(value: float | None, unit: str | None = None) -> str:
@@ -140,47 +135,3 @@ def headline_text(effect: dict[str, Any]) -> str | None:
         f"{head['display']}{named}{where}: {path}{unit}, "
         f"{percent_text(head['percent'])} from the first figure to the last."
     )
-
-
-def recovered(
-    found: Finding, run: StepRunView, timeline: Timeline, steps: list[StepRunView]
-) -> list[dict[str, Any]]:
-    """For a finding on a run whose figures fell: the first later figure of that series back
-    within 5% of the one before the fall, and what ran in between."""
-    if not run.metrics:
-        return []
-    facts = []
-    for series in rate_series(timeline):
-        for change in changes(series, steps):
-            if change.after.run != run.run_id or (change.percent or 0) > -RECOVERED * 100:
-                continue
-            floor = change.before.value * (1 - RECOVERED)
-            later = next(
-                (
-                    p
-                    for p in series.points
-                    if p.seq > change.after.seq and p.invalid is None and p.value >= floor
-                ),
-                None,
-            )
-            if later is None:
-                continue
-            back = pair(series, change.after, later, steps)
-            between = f" after {back.between}" if back.basis == "steps" else ""
-            facts.append(
-                {
-                    "run": later.run,
-                    "step": timeline.runs[later.run].step if later.run in timeline.runs else None,
-                    "host": later.host,
-                    "time": later.ts,
-                    "text": (
-                        f"{DISPLAY.get(series.name, series.name)} was back to "
-                        f"{figure(later.value, later.unit)}{between} "
-                        f"({percent_text(back.percent)} against {figure(change.after.value)})."
-                    ),
-                }
-            )
-            break  # one series tells it
-        if facts:
-            break
-    return facts

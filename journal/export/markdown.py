@@ -255,12 +255,15 @@ def _pitfalls(doc: dict[str, Any]) -> list[str]:
             out += ["Evidence:", "", *block("\n".join(lines)), ""]
         out += [f"Advice: {text(found['advice'])}", ""]
         resolution = found["resolution"]
-        fixes = []
+        if found["regression_of"]:
+            earlier = code(found["regression_of"])
+            out += [f"Back again: it had been resolved before ({earlier}).", ""]
+        fixes = [text(fact["text"]) for fact in resolution["later"]]
         if resolution["acknowledged"] is not None:
             fixes.append(f"acknowledged: {text(resolution['acknowledged'])}")
-        fixes += [text(fact["text"]) for fact in resolution["later"]]
         if fixes:
-            out += ["What fixed it:", "", *(f"- {fix}" for fix in fixes), ""]
+            out += [f"State: **{found['state']}**. What fixed it:", ""]
+            out += [*(f"- {fix}" for fix in fixes), ""]
         else:
             out += ["_Open: not acknowledged, and nothing later in the record shows it gone._", ""]
     return out
@@ -273,9 +276,14 @@ def _actions(doc: dict[str, Any]) -> list[str]:
     for item in doc["action_items"]:
         if item["kind"] == "finding":
             where = f" ({code(item['step'])} on {code(item['host'])})" if item["step"] else ""
+            more = (
+                f" ({item['count']} findings, on {', '.join(item['hosts'])})"
+                if item["count"] > 1
+                else ""
+            )
             out.append(
-                f"- [ ] **{item['severity']}** {code(item['key'])}{where}: {text(item['title'])}. "
-                f"{text(item['advice'])}"
+                f"- [ ] **{item['severity']}** {code(item['key'])}{where}{more}: "
+                f"{text(item['title'])}. {text(item['advice'])}"
             )
         else:
             out.append(f"- [ ] {text(item['text'])}")

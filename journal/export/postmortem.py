@@ -12,11 +12,11 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   (``start``, ``end``, ``seconds``).
 - ``hosts``: ``name``, ``target`` (an SSH target, ``local``, or ``imported``), ``step_runs``,
   ``failed``.
-- ``status``: ``running`` while a step runs; ``open`` while a finding of severity warning or
-  error is not acknowledged, or the latest run of a step on a host did not succeed (an
-  imported command, whose exit status is unknown, counts as done); else
-  ``resolved`` (open ``info`` findings stay action items but do not keep it open).
-  ``status_reasons`` says why, one sentence each.
+- ``status``: ``running`` while a step runs; ``open`` while an error finding is open (neither
+  resolved by a later fact nor acknowledged) or the latest run of a step on a host did not
+  succeed (an imported command, whose exit status is unknown, counts as done); else
+  ``mitigated`` while a warning is open; else ``resolved`` (open ``info`` findings stay
+  action items but do not keep it open). ``status_reasons`` says why, one sentence each.
 - ``summary``: ``sentences`` generated from the record (runs, hosts, failures, pitfalls, the
   headline throughput change) and ``notes`` tagged ``summary``.
 - ``impact``: ``throughput`` (series of rates: tok/s, GB/s, …) and ``other`` (latencies,
@@ -33,12 +33,14 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
 - ``changes``: per host, the step runs that changed (or verifiably did not change) packages,
   from the snapshots or else from the installer's output (``source``), and what each probe
   read differently from its previous result on that host.
-- ``pitfalls``: every finding with its ``evidence`` (the first lines) and ``resolution``: the
-  acknowledgement note, and ``later`` facts of the record (the same step again without it,
-  expectations that failed passing later, a later install changing what a no-op one asked
-  for, a fallen figure recovering).
+- ``pitfalls``: every finding with its ``evidence`` (the first lines), ``state`` (``open``,
+  ``acknowledged``, ``resolved``), ``resolved_by`` (the later ``run``, ``step``, ``host``,
+  ``kind``: run, probe or figure, and ``why``), ``acknowledged`` (``note``, ``by``, ``at``),
+  ``regression_of`` (the earlier finding it repeats) and ``resolution`` (the same, worded:
+  ``acknowledged`` and the ``later`` facts).
 - ``root_causes``, ``trigger``, ``lessons``: notes tagged ``root-cause``, ``trigger``,
-  ``lesson``. ``action_items``: open findings, then notes tagged ``action``.
+  ``lesson``. ``action_items``: open findings, each pitfall once (``keys``, ``hosts``, ``runs`` it
+  covers), then notes tagged ``action``.
 - ``supporting``: ``commands`` (every command run, in order), ``versions`` (per host: the
   latest torch-env probe and the versions of the packages the journal changed) and
   ``record`` (journal's version, event count, last event).
@@ -54,7 +56,7 @@ from journal.export.changes import host_changes, versions
 from journal.export.entries import DONE, elapsed, entry, note_dict
 from journal.export.findings import action_items, pitfall_dict
 from journal.export.impact import headline_text, impact
-from journal.pitfalls.base import SEVERITIES, Finding
+from journal.pitfalls.base import SEVERITIES, STATES, Finding
 from journal.projections.metrics import change_steps
 from journal.projections.timeline import (
     NoteView,
@@ -105,9 +107,6 @@ def build(
             by_run.setdefault(found.run, []).append(found)
     effect = impact(timeline, steps)
     changed = host_changes(timeline, outputs or {})
-    by_change = {
-        e["run"]: e["packages"] for entries in changed.values() for e in entries if e["run"]
-    }
     status, reasons = status_of(findings, timeline)
     return {
         "format": "journal-postmortem",
@@ -140,7 +139,7 @@ def build(
         ],
         "timeline": [entry(item, start, by_run) for item in timeline.items],
         "changes": changed,
-        "pitfalls": [pitfall_dict(f, findings, timeline, steps, by_change) for f in findings],
+        "pitfalls": [pitfall_dict(f, timeline) for f in findings],
         "root_causes": [note_dict(n) for n in notes if "root-cause" in n.tags],
         "trigger": [note_dict(n) for n in notes if "trigger" in n.tags],
         "action_items": action_items(findings, notes),
@@ -205,32 +204,52 @@ def latest_runs(timeline: Timeline) -> dict[tuple[str, str], StepRunView]:
 
 
 def status_of(findings: list[Finding], timeline: Timeline) -> tuple[str, list[str]]:
-    """``running``, ``open`` or ``resolved``, and the sentences that say why."""
+    """``running`` while a step runs; else ``open`` while an error is open (or the latest run
+    of a step failed), ``mitigated`` while only warnings are, ``resolved`` when neither is;
+    and the sentences that say why."""
     reasons = []
     running = [r for r in timeline.step_runs() if r.status == "running"]
     for run in running:
         reasons.append(f"{run.step} is still running on {run.host}.")
-    blocking = [f for f in findings if f.acknowledged is None and f.severity != "info"]
-    if blocking:
-        counts = {s: sum(1 for f in blocking if f.severity == s) for s in SEVERITIES}
-        told = ", ".join(f"{n} {s}" for s, n in reversed(counts.items()) if n)
-        reasons.append(
-            f"{_n(len(blocking), 'finding')} not acknowledged ({told}): "
-            + ", ".join(dict.fromkeys(f.id for f in blocking))
-            + "."
-        )
+    opened = [f for f in findings if f.is_open]
+    errors = [f for f in opened if f.severity == "error"]
+    warnings = [f for f in opened if f.severity == "warning"]
+    for worry, word in ((errors, "error"), (warnings, "warning")):
+        if worry:
+            reasons.append(
+                f"{_n(len(worry), word)} open: "
+                + ", ".join(dict.fromkeys(f"{f.id} on {f.host}" for f in worry))
+                + "."
+            )
+    failing = []
     for run in latest_runs(timeline).values():
         if run.status not in (*DONE, "running"):
             code = f", exit status {run.exit_code}" if run.exit_code is not None else ""
-            reasons.append(f"The latest run of {run.step} on {run.host} {run.status}{code}.")
+            failing.append(f"The latest run of {run.step} on {run.host} {run.status}{code}.")
+    reasons += failing
+    resolved = sum(1 for f in findings if f.state == "resolved")
+    acked = sum(1 for f in findings if f.state == "acknowledged")
+    infos = sum(1 for f in opened if f.severity == "info")
+    settled = []
+    if resolved:
+        settled.append(f"{_n(resolved, 'finding')} resolved by what came later in the record")
+    if acked:
+        settled.append(f"{acked} acknowledged")
+    if infos:
+        settled.append(f"{_n(infos, 'info finding')} left as action items")
+    if settled:
+        reasons.append("; ".join(settled)[:1].upper() + "; ".join(settled)[1:] + ".")
     if running:
         return "running", reasons
-    if reasons:
+    if errors or failing:
         return "open", reasons
-    infos = sum(1 for f in findings if f.acknowledged is None)
-    why = "Every warning and error acknowledged, and the latest run of every step went through"
-    why += f"; {_n(infos, 'info finding')} left as action items." if infos else "."
-    return "resolved", [why]
+    if warnings:
+        return "mitigated", reasons
+    if not settled:
+        reasons.append(
+            "No warning or error was found, and the latest run of every step went through."
+        )
+    return "resolved", reasons
 
 
 def _n(n: int, word: str) -> str:
@@ -291,11 +310,12 @@ def summary_sentences(
     if findings:
         counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
         told = ", ".join(f"{n} {s}" for s, n in reversed(counts.items()) if n)
-        opened = sum(1 for f in findings if f.acknowledged is None)
+        states = {s: sum(1 for f in findings if f.state == s) for s in STATES}
         out.append(
             f"{_n(len(findings), 'pitfall')} hit ({told}): "
             f"{', '.join(dict.fromkeys(f.id for f in findings))}; "
-            f"{len(findings) - opened} acknowledged, {opened} open."
+            f"{states['resolved']} resolved, {states['acknowledged']} acknowledged, "
+            f"{states['open']} open."
         )
     else:
         out.append("No pitfall was found.")

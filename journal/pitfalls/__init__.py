@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import cache
 from types import ModuleType
 
@@ -36,33 +36,24 @@ def catalogue() -> dict[str, ModuleType]:
     return {m.ID: m for m in detectors()}
 
 
-def judge(subject: Subject, acks: Mapping[str, str] | None = None) -> list[Finding]:
-    """Every finding for ``subject``, in the order of its runs, worst first within a run."""
+def judge(subject: Subject) -> list[Finding]:
+    """Every finding for ``subject``, in the order of its runs, worst first within a run (their
+    lifecycle is :func:`journal.pitfalls.lifecycle.follow`'s)."""
     order = {run.key: i for i, run in enumerate(subject.runs)}
     findings: list[Finding] = []
     for module in detectors():
         findings.extend(module.detect(subject))
-    if acks:
-        findings = [acknowledge(f, acks) for f in findings]
     return sorted(
         findings,
         key=lambda f: (order.get(f.run or "", len(order)), -SEVERITIES.index(f.severity), f.id),
     )
 
 
-def acknowledge(found: Finding, acks: Mapping[str, str]) -> Finding:
-    """The finding marked acknowledged when its key (``id:run``) or its id was acknowledged."""
-    from dataclasses import replace
-
-    note = acks.get(found.key, acks.get(found.id))
-    return replace(found, acknowledged=note) if note is not None else found
-
-
 def counts(findings: Iterable[Finding]) -> dict[str, int]:
-    """Open findings by severity."""
+    """Open findings (neither resolved nor acknowledged) by severity."""
     out = dict.fromkeys(SEVERITIES, 0)
     for f in findings:
-        if f.acknowledged is None:
+        if f.is_open:
             out[f.severity] += 1
     return out
 

@@ -159,6 +159,26 @@ class Repeats:
         return None
 
 
+def probe_clears(later: Run, shows: Callable[[Run], object | None]) -> str | None:
+    """Why ``later`` resolves a probe-based finding: its torch-env probe no longer shows the
+    condition (``shows`` is the detector's reading of a probe), or None."""
+    if torch_env(later) is None or shows(later):
+        return None
+    where = "on its own" if later.key.startswith("probe-") else f"after {later.step}"
+    return f"the torch-env probe {where} on {later.host} no longer shows it"
+
+
+def probe_or_rerun(shows: Callable[[Run], object | None]) -> Callable[..., str | None]:
+    """A detector's ``resolves``: a later probe without the condition, or the same step run
+    again without the finding."""
+    from journal.pitfalls.lifecycle import rerun
+
+    def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+        return probe_clears(later, shows) or rerun(found, later, ids)
+
+    return resolves
+
+
 def with_probe_findings(
     subject: Subject, from_probe: Callable[[Run], Finding | None]
 ) -> Iterator[tuple[Run, Finding | None]]:

@@ -37,10 +37,59 @@ class Evidence:
         return out
 
 
+#: The states of a finding (see :mod:`journal.pitfalls.lifecycle`).
+STATES = ("open", "acknowledged", "resolved")
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """Someone looked at a finding: their note, who they are, when, the event saying so, and
+    what they named (the finding's key, or its pitfall id for every finding of it)."""
+
+    note: str
+    by: str
+    at: str
+    event: int
+    target: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "note": self.note,
+            "by": self.by,
+            "at": self.at,
+            "event": self.event,
+            "target": self.target,
+        }
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What shows a finding's condition gone: a later step run, probe or figure (``kind``),
+    where it happened and, in a sentence, what it showed (``why``)."""
+
+    kind: str  # "run", "probe" or "figure"
+    run: str | None
+    step: str | None
+    host: str | None
+    event: int | None
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "step": self.step,
+            "host": self.host,
+            "kind": self.kind,
+            "event": self.event,
+            "why": self.why,
+        }
+
+
 @dataclass(frozen=True)
 class Finding:
     """A pitfall found: which (``id``), how bad (``severity``), why (``title``), what to do
-    (``advice``) and the lines that show it (``evidence``)."""
+    (``advice``) and the lines that show it (``evidence``); then what became of it (``state``:
+    open, acknowledged by hand, or resolved by a later run, probe or figure)."""
 
     id: str
     severity: str
@@ -50,10 +99,28 @@ class Finding:
     run: str | None = None
     host: str | None = None
     step: str | None = None
-    acknowledged: str | None = None  # the note, once acknowledged
+    acknowledged: Acknowledgement | None = None
+    resolved_by: Resolution | None = None
+    regression_of: str | None = None  # the key of the earlier finding this one repeats
+    #: the event from which the finding holds (its run's start, or the figure that fell)
+    seq: int | None = field(default=None, compare=False)
+    #: what a detector tells the lifecycle about the condition (asked-for packages, a series)
+    facts: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
+
+    @property
+    def state(self) -> str:
+        """``resolved`` once a later fact shows the condition gone, else ``acknowledged``
+        once someone acknowledged it, else ``open``."""
+        if self.resolved_by is not None:
+            return "resolved"
+        return "acknowledged" if self.acknowledged is not None else "open"
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == "open"
 
     @property
     def key(self) -> str:
@@ -74,7 +141,10 @@ class Finding:
                 run=self.run,
                 host=self.host,
                 step=self.step,
-                acknowledged=self.acknowledged,
+                state=self.state,
+                resolved_by=self.resolved_by.to_dict() if self.resolved_by else None,
+                acknowledged=self.acknowledged.to_dict() if self.acknowledged else None,
+                regression_of=self.regression_of,
             )
         else:
             out.update(step=self.step, host=self.host)
@@ -218,8 +288,13 @@ def finding(
     advice: str,
     evidence: Iterable[Evidence],
     run: Run | None = None,
+    **facts: Any,
 ) -> Finding:
-    """A Finding about ``run`` (host, step and run key filled in from it)."""
+    """A Finding about ``run`` (host, step, run key and position filled in from it);
+    ``facts`` tell the lifecycle what a later fact must show to resolve it."""
+    if run is not None:
+        facts.setdefault("command", run.command)
+        facts.setdefault("imported", run.imported)
     return Finding(
         id,
         severity,
@@ -229,4 +304,6 @@ def finding(
         run=run.key if run else None,
         host=run.host if run else None,
         step=run.step if run else None,
+        seq=run.event if run else None,
+        facts=facts,
     )

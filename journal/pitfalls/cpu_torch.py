@@ -119,3 +119,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
             severity = "info"
             title = f"{what} is a CPU build (no GPU seen on this host)"
         yield finding(ID, severity, title, advice, [*evidence], run)
+
+
+#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
+resolves = rt.probe_or_rerun(lambda run: _cpu_probe(run)[0])

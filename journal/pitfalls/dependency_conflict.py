@@ -25,6 +25,8 @@ from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "dependency-conflict"
 ORDER = 14
+#: Resolved by a later clean `pip check` on the host, or the step run again without it.
+RESOLVED_BY = ("pip-check", "rerun")
 
 #: Whole-line patterns, each found through a literal that every such line holds (see
 #: :func:`journal.pitfalls._install.grep_lines`).

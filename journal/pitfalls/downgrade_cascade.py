@@ -25,6 +25,8 @@ from journal.pitfalls.base import Finding, Run, Subject, finding
 
 ID = "downgrade-cascade"
 ORDER = 12
+#: Resolved by a later snapshot with every downgraded package back where it was.
+RESOLVED_BY = ("restored",)
 
 SEVERITY_DOWN = {"error": "warning", "warning": "info", "info": "info"}
 
@@ -83,4 +85,5 @@ def detect(subject: Subject) -> Iterator[Finding]:
             _advice(run, down, asked.files),
             unique(evidence),
             run,
+            restore={c.key: c.before for c in down if c.before},
         )

@@ -110,3 +110,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
         yield finding(
             ID, "error", title, _advice(None, driver), [e for _, e in (old + short)[:3]], run
         )
+
+
+#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
+resolves = rt.probe_or_rerun(_from_probe)

@@ -30,6 +30,8 @@ from journal.pitfalls.commands import install_requests
 
 ID = "nccl-changed"
 ORDER = 70
+#: Resolved by a benchmark measured on the host after the change (the tuning re-evaluated).
+RESOLVED_BY = ("bench",)
 
 #: `NCCL: (2, 28, 9)`, `nccl version = (2, 22, 3)`
 OUT_TUPLE = re.compile(

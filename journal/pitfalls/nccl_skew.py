@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from journal.pitfalls import _runtime as rt
 from journal.pitfalls._bench import probe_source
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.pitfalls.nccl_changed import nccl_lines, output_versions, parse_version, probe_nccl
@@ -250,3 +251,17 @@ def _system_skew(
             evidence,
             run,
         )
+
+
+def _skewed(run: Run) -> bool:
+    """Whether the run's torch-env probe shows torch's NCCL differing from the system's or
+    its wheel's."""
+    probed = _from_probe(run)
+    if probed is None:
+        return False
+    torch, systems, wheels = probed
+    return any(v != torch for v, _ in systems) or any(v != torch for v, _ in wheels)
+
+
+#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
+resolves = rt.probe_or_rerun(_skewed)

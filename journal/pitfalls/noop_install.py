@@ -18,6 +18,8 @@ from journal.pitfalls.commands import InstallRequest, install_requests
 
 ID = "noop-install"
 ORDER = 10
+#: Resolved by a later install on the host that put the packages asked for in place.
+RESOLVED_BY = ("installed",)
 
 UV_NOOP = re.compile(r"^\s*(?:Audited|Checked) \d+ packages? in ", re.M)
 UV_CHANGE = re.compile(r"^ [-+~] [A-Za-z0-9]", re.M)
@@ -95,4 +97,6 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 _advice(req, run),
                 [run.command_evidence(), *evidence],
                 run,
+                packages=sorted(req.names()),
+                variant=req.variant,
             )

@@ -9,7 +9,7 @@ command's fate is unknown), `timed-out` (stopped after the step's timeout), kill
 no exit status because the connection was lost. In a transcript: `^C` near the end of a
 command's output, the shell's `Killed`, or ssh's `Connection to … closed by remote host.`,
 `client_loop: send disconnect: Broken pipe`. A step that was run again on the same host and
-finished afterwards is only information.
+finished afterwards resolves the finding.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "step-interrupted"
 ORDER = 90
+#: Resolved by the same step run again to the end.
+RESOLVED_BY = ("rerun",)
 
 #: How much of the end of an output is looked at for `^C`, `Killed` and a lost connection.
 TAIL = 4096
@@ -158,22 +160,8 @@ DEFAULT_ADVICE = (
 SEVERITY = {"recorder": "error", "connection": "error", "killed": "warning"}
 
 
-def _finished(subject: Subject) -> dict[tuple[str, str, str], int]:
-    """For each (host, step, command) the position of its last run that finished: a step
-    (journal) that succeeded, a command (transcript) whose output shows no interruption."""
-    last: dict[tuple[str, str, str], int] = {}
-    for index, run in enumerate(subject.runs):
-        if subject.journal and not run.imported:
-            if run.status == "succeeded":
-                last[(run.host, run.step, "")] = index
-        elif run.exit_code in (0, None) and _from_output(run) is None:
-            last[(run.host, run.step, run.command)] = index
-    return last
-
-
 def detect(subject: Subject) -> Iterator[Finding]:
-    finished: dict[tuple[str, str, str], int] | None = None
-    for index, run in enumerate(subject.runs):
+    for run in subject.runs:
         evidence: list[Evidence] = [run.command_evidence()]
         host = run.host
         if subject.journal and not run.imported:
@@ -189,7 +177,6 @@ def detect(subject: Subject) -> Iterator[Finding]:
                     Evidence(f"last output: {line.text}", line.line, line.event, run.key)
                 )
             severity = SEVERITY.get(cause, "warning")
-            again = (run.host, run.step, "")
         else:
             seen = _from_output(run)
             if seen is None:
@@ -198,7 +185,6 @@ def detect(subject: Subject) -> Iterator[Finding]:
             line = run.line_at(pos)
             evidence.append(line)
             severity = "warning"
-            again = (run.host, run.step, run.command)
             named = re.search(
                 r"(?:Connection to|server) (\S+?)(?: port \d+)?(?::| closed| not)", line.text
             )
@@ -213,11 +199,4 @@ def detect(subject: Subject) -> Iterator[Finding]:
             fill["again"] = "run it again"
         title = TITLES[cause].format(**fill)
         advice = ADVICE.get(cause, DEFAULT_ADVICE).format(**fill)
-        if finished is None:
-            finished = _finished(subject)
-        if finished.get(again, -1) > index:
-            later = subject.runs[finished[again]]
-            severity = "info"
-            title += f"; it was run again and finished (run {later.key})"
-            advice = "nothing to do if the later run did what this one was meant to; " + advice
         yield finding(ID, severity, title, advice, evidence, run)

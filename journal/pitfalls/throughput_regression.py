@@ -29,6 +29,8 @@ from journal.projections.metrics import headline_rank
 
 ID = "throughput-regression"
 ORDER = 80
+#: Resolved by a later figure of the same series back within THRESHOLD of the reference.
+RESOLVED_BY = ("figure",)
 
 #: A fall larger than this fraction fires.
 THRESHOLD = 0.05
@@ -110,8 +112,17 @@ def detect(subject: Subject) -> Iterator[Finding]:
             "(`nvidia-smi`); fix it, or roll back the change"
         )
         found = finding(
-            ID, "error" if -change > SEVERE else "warning", title, advice, evidence, run
+            ID,
+            "error" if -change > SEVERE else "warning",
+            title,
+            advice,
+            evidence,
+            run,
+            series=figure_key(after),
+            reference=before.value,
+            threshold=THRESHOLD,
         )
+        found = replace(found, seq=after.event if after.event is not None else found.seq)
         if run is None and host:
             found = replace(found, host=host)
         yield found

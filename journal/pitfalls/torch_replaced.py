@@ -29,6 +29,8 @@ from journal.pitfalls.base import Finding, Run, Subject, finding
 
 ID = "torch-replaced"
 ORDER = 13
+#: Resolved by a later snapshot with the earlier torch back.
+RESOLVED_BY = ("restored",)
 
 #: pip naming who pulled torch in: `Collecting torch==2.9.1 (from sglang==0.5.9)`.
 PULLED = re.compile(
@@ -116,4 +118,5 @@ def detect(subject: Subject) -> Iterator[Finding]:
             _advice(installs, run, change.before, pulled),
             [run.command_evidence(), *change.evidence],
             run,
+            restore={"torch": change.before} if change.before else {},
         )

@@ -6,8 +6,8 @@ the five lines that proved the new stack (`torch: 2.12.0.dev20260226+cu130`, `CU
 `NCCL: (2, 28, 9)`, …) lived in a terminal scroll-back. A change that no probe looked at before
 the next step changed packages again cannot be told apart from the one after it when something
 breaks. A step counts as checked when a probe (`probes = ["torch-env"]`) or an expectation
-(`expect = {…}`) ran after it, in that step or in a later step run on the same host that
-changed nothing itself, or a `journal run probe` on that host came before the next change.
+(`expect = {…}`) ran in that step; a probe on the host afterwards (a later step's, or a
+`journal run probe`) resolves the finding.
 
 Journals only: a transcript has no probes to miss.
 """
@@ -15,13 +15,14 @@ Journals only: a transcript has no probes to miss.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from journal.pitfalls._install import Change, changes, short
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "unverified-change"
 ORDER = 90
+#: Resolved by a probe on the host after the change.
+RESOLVED_BY = ("probed",)
 
 #: Packages whose change is what probes exist for.
 STACK_PREFIXES = ("torch", "nvidia-", "triton", "flashinfer", "sgl-kernel", "sglang-kernel")
@@ -35,24 +36,6 @@ def _checked(run: Run) -> bool:
 
 def _changed(run: Run) -> bool:
     return run.diff is not None and not run.diff.empty
-
-
-def _standalone(subject: Subject, host: str, after: int, before: int | None) -> Any:
-    """A `journal run probe` on ``host`` recorded between the two sequence numbers.
-
-    Needs ``Subject.probes`` (the standalone probe views, with ``seq`` and ``host``); a
-    Subject without it has none to offer.
-    """
-    for probe in getattr(subject, "probes", None) or ():
-        seq = getattr(probe, "seq", None)
-        if (
-            getattr(probe, "host", None) == host
-            and seq is not None
-            and seq > after
-            and (before is None or seq < before)
-        ):
-            return probe
-    return None
 
 
 def _harmful(change: Change) -> bool:
@@ -69,20 +52,15 @@ def detect(subject: Subject) -> Iterator[Finding]:
     for run in subject.runs:
         if not _changed(run) or _checked(run):
             continue
+        # A probe after the change resolves the finding (journal.pitfalls.lifecycle); the
+        # next change before any probe is named, since this change was never checked alone.
         next_change: Run | None = None
-        verified = False
         for later in subject.later(run):
+            if _checked(later):
+                break
             if _changed(later):
                 next_change = later
                 break
-            if _checked(later):
-                verified = True
-                break
-        if verified:
-            continue
-        until = next_change.event if next_change else None
-        if run.event is not None and _standalone(subject, run.host, run.event, until):
-            continue
         found = [c for c in changes(run) if c.kind != "reinstalled"] or changes(run)
         harmful = [c for c in found if _harmful(c)]
         shown = (harmful or found)[:4]

@@ -17,6 +17,8 @@ from journal.pitfalls.commands import InstallRequest, cuda_of_variant, install_r
 
 ID = "variant-not-switched"
 ORDER = 11
+#: Resolved by a later install (or probe) showing the variant asked for.
+RESOLVED_BY = ("installed",)
 
 VERSION_WITH_VARIANT = re.compile(
     r"(?<![\w.])(?:torch\S*\s*[:=]?\s*|__version__\S*\s*)?(\d+\.\d+(?:\.\d+)?(?:\.dev\d+|a\d+|rc\d+)?)"
@@ -139,4 +141,19 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 f"+{variant}" + (f" and torch.version.cuda is {cuda}" if cuda else ""),
                 [run.command_evidence(), *evidence],
                 run,
+                packages=sorted(req.names()),
+                variant=variant,
             )
+
+
+def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """A later torch-env probe on the host shows torch in the variant asked for."""
+    variant = found.facts.get("variant")
+    torch = (later.probe("torch-env") or {}).get("torch", {})
+    version = torch.get("version") if isinstance(torch, dict) else None
+    if not variant or not isinstance(version, str) or _local(version) != variant:
+        return None
+    if "variant-not-switched" in ids:
+        return None
+    where = "on its own" if later.key.startswith("probe-") else f"after {later.step}"
+    return f"the torch-env probe {where} on {later.host} shows torch {version}"

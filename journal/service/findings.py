@@ -12,12 +12,15 @@ from journal.events import (
     MetricRecorded,
     OutputChunk,
     PitfallAcknowledged,
+    PitfallUnacknowledged,
     StepFinished,
     StepStarted,
     TranscriptImported,
 )
+from journal.mapper import Recorded
 from journal.pitfalls import catalogue, judge
-from journal.pitfalls.base import Finding
+from journal.pitfalls.base import Finding, Subject
+from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
 from journal.projections.timeline import Timeline
 from journal.recorder import encode
@@ -30,43 +33,93 @@ from journal.transcript import parse, step_name
 
 
 def journal_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:
-    """The findings of a journal, acknowledged ones marked, and its timeline."""
-    acks: dict[str, str] = {}
+    """The findings of a journal with their lifecycle (open, acknowledged, resolved), and its
+    timeline."""
+    book = AckBook()
     records = []
     for rec in store.read(journal):
-        if isinstance(rec.event, PitfallAcknowledged):
-            acks[rec.event.finding] = rec.event.note
+        fold_ack(book, rec)
         records.append(rec)
     subject, timeline = from_journal(journal, records)
-    return judge(subject, acks), timeline
+    return judged(subject, book), timeline
+
+
+def fold_ack(book: AckBook, rec: Recorded) -> None:
+    """Fold an acknowledgement, or its withdrawal, into ``book``."""
+    event = rec.event
+    if isinstance(event, PitfallAcknowledged):
+        book.acknowledged(event.finding, event.note, event.author, rec.ts, rec.seq)
+    elif isinstance(event, PitfallUnacknowledged):
+        book.withdrawn(event.finding)
+
+
+def judged(subject: Subject, book: AckBook | None = None) -> list[Finding]:
+    """Every finding of a journal's subject, with what became of it."""
+    from journal.pitfalls._bench import figures
+    from journal.pitfalls.lifecycle import follow
+
+    trusted = [f for f, block in figures(subject) if block is None or not block.problems()]
+    return follow(subject.runs, trusted, judge(subject), book)
 
 
 def findings_for_runs(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
     """The open findings about these step runs (the verdict printed as a step ends)."""
     wanted = set(runs)
     findings, _ = journal_findings(store, journal)
-    return [f for f in findings if f.run in wanted and f.acknowledged is None]
+    return [f for f in findings if f.run in wanted and f.is_open]
 
 
-def acknowledge(store: EventStore, journal: str, target: str, note: str) -> list[Finding]:
+def author_of(by: str | None) -> str:
+    """Who acknowledges: ``by`` when given, else the local user at this machine."""
+    return by.strip() if by and by.strip() else f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+def acknowledge(
+    store: EventStore, journal: str, target: str, note: str, by: str | None = None
+) -> list[Finding]:
     """Record that ``target`` (a finding's key, or a pitfall id) was looked at; the findings it
     covers. An unknown key or id is refused, so a typo records nothing."""
     if not note.strip():
         raise BadInput(
-            "acknowledging a finding needs a --note saying why it is fine or what was done"
+            "acknowledging a finding needs a note saying why it is fine or what was done"
         )
     findings, _ = journal_findings(store, journal)
-    covered = [f for f in findings if target in (f.key, f.id)]
-    if not covered:
-        known = sorted({f.key for f in findings} | {f.id for f in findings})
-        if target in catalogue():
-            raise BadInput(f"the journal {journal!r} has no {target} finding to acknowledge")
-        from journal.runbook import suggest
-
-        raise BadInput(f"no finding {target!r} in the journal {journal!r}{suggest(target, known)}")
-    author = f"{getpass.getuser()}@{socket.gethostname()}"
-    store.append(journal, [PitfallAcknowledged(finding=target, note=note, author=author)])
+    covered = _covered(findings, journal, target)
+    store.append(
+        journal, [PitfallAcknowledged(finding=target, note=note, author=author_of(by))]
+    )
     return covered
+
+
+def unacknowledge(
+    store: EventStore, journal: str, target: str, by: str | None = None
+) -> list[Finding]:
+    """Withdraw the acknowledgement of ``target`` (a key or a pitfall id, as acknowledged);
+    the findings it covers. One not in force is refused, so a typo records nothing."""
+    book = AckBook()
+    for rec in store.read(journal, types=[PitfallAcknowledged.type, PitfallUnacknowledged.type]):
+        fold_ack(book, rec)
+    if target not in book.acks:
+        known = sorted(book.acks)
+        raise BadInput(
+            f"{target!r} is not acknowledged in the journal {journal!r}"
+            + (f"; acknowledged there: {', '.join(known[:8])}" if known else "")
+        )
+    findings, _ = journal_findings(store, journal)
+    store.append(journal, [PitfallUnacknowledged(finding=target, author=author_of(by))])
+    return [f for f in findings if target in (f.key, f.id)]
+
+
+def _covered(findings: list[Finding], journal: str, target: str) -> list[Finding]:
+    covered = [f for f in findings if target in (f.key, f.id)]
+    if covered:
+        return covered
+    known = sorted({f.key for f in findings} | {f.id for f in findings})
+    if target in catalogue():
+        raise BadInput(f"the journal {journal!r} has no {target} finding to acknowledge")
+    from journal.runbook import suggest
+
+    raise BadInput(f"no finding {target!r} in the journal {journal!r}{suggest(target, known)}")
 
 
 def import_transcript(

@@ -20,9 +20,15 @@ import copy
 import itertools
 from collections.abc import Iterable
 
-from journal.events import ExpectationChecked, PitfallAcknowledged, StepFinished
+from journal.events import (
+    ExpectationChecked,
+    PitfallAcknowledged,
+    PitfallUnacknowledged,
+    StepFinished,
+)
 from journal.mapper import Recorded
 from journal.pitfalls.base import Subject
+from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
 from journal.projections.packages import PackageDiff
 from journal.projections.timeline import (
@@ -33,6 +39,7 @@ from journal.projections.timeline import (
     recorder_alive,
     settle,
 )
+from journal.service.findings import fold_ack
 
 
 class DiffCache:
@@ -66,7 +73,7 @@ class JournalFold:
         self.last_seq = 0
         self.generation = 0
         self.timeline = Timeline(journal)
-        self.acks: dict[str, str] = {}
+        self.acks = AckBook()
         #: run -> the sequence number of its newest event
         self.touched: dict[str, int] = {}
         self._records: list[Recorded] = []
@@ -86,8 +93,8 @@ class JournalFold:
             tl.events += 1
             tl.last_ts = rec.ts
             self._records.append(rec)
-            if isinstance(event, PitfallAcknowledged):
-                self.acks[event.finding] = event.note
+            if isinstance(event, PitfallAcknowledged | PitfallUnacknowledged):
+                fold_ack(self.acks, rec)
             else:
                 self.generation += 1
             run = event.run_id

@@ -19,10 +19,12 @@ from flask import Flask, abort, current_app
 from sqlalchemy import func, select
 
 from journal.mapper import Recorded
-from journal.pitfalls import acknowledge, counts, judge
+from journal.pitfalls import counts
 from journal.pitfalls.base import Finding
+from journal.pitfalls.lifecycle import with_acks
 from journal.projections.packages import PackageDiff
 from journal.projections.timeline import StepRunView, Timeline
+from journal.service.findings import judged
 from journal.store import EventStore
 from journal.store.schema import events
 from journal.web.fold import DiffCache, JournalFold, subject_of
@@ -48,10 +50,18 @@ class JournalState:
         return [f for f in self.findings if f.run == run_id]
 
     def open_by_run(self) -> dict[str, list[Finding]]:
-        """Open (unacknowledged) findings per step run."""
+        """Open findings (neither resolved nor acknowledged) per step run."""
         out: dict[str, list[Finding]] = {}
         for found in self.findings:
-            if found.run and found.acknowledged is None:
+            if found.run and found.is_open:
+                out.setdefault(found.run, []).append(found)
+        return out
+
+    def findings_by_run(self) -> dict[str, list[Finding]]:
+        """Every finding per step run, whatever its state (the timeline's badges)."""
+        out: dict[str, list[Finding]] = {}
+        for found in self.findings:
+            if found.run:
                 out.setdefault(found.run, []).append(found)
         return out
 
@@ -154,8 +164,7 @@ class JournalStates:
                 raise
             verdict = self._judge(fold)
             findings = verdict.findings
-            if fold.acks:
-                findings = [acknowledge(f, fold.acks) for f in findings]
+            findings = with_acks(findings, fold.acks)
             state = JournalState(
                 journal,
                 fold.last_seq,
@@ -206,7 +215,7 @@ class JournalStates:
         """Judge ``records`` (the fold at ``generation``, event ``seq``) off the request."""
         started = time.monotonic()
         try:
-            found = judge(subject_of(fold.journal, records))
+            found = judged(subject_of(fold.journal, records))
         except Exception:  # a page judging at once shows the error; here, the log says it
             logging.getLogger(__name__).exception("judging %s failed", fold.journal)
             return
@@ -235,7 +244,7 @@ class _Verdict:
 
 def _judged(fold: JournalFold) -> _Verdict:
     started = time.monotonic()
-    found = judge(fold.subject())
+    found = judged(fold.subject())
     done = time.monotonic()
     return _Verdict(fold.serial, fold.generation, fold.last_seq, found, done - started, done)
 

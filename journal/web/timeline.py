@@ -54,6 +54,7 @@ def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
         "hosts": hosts,
         "columns": shown_hosts,
         "open_by_run": state.open_by_run(),
+        "findings_by_run": state.findings_by_run(),
         "kinds": KINDS,
         "statuses": STATUSES,
         "updated": [],

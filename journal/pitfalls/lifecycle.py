@@ -1,0 +1,335 @@
+"""What became of each finding: open, acknowledged by hand, or resolved by a later fact.
+
+Findings are judged on read; their lifecycle is a fold over the same record, in the order
+things happened. A finding opens at its run (or at the figure that fell). Each later step run,
+standalone probe or figure on the same host is offered to every finding still open there, and
+the first one that shows the condition gone resolves it (``resolved_by``). What shows it gone
+is each detector's rule (its module's ``RESOLVED_BY``: names of the rules below, or a
+``resolves(found, later, ids)`` function of its own): the same step run again without the
+finding, a later probe that no longer shows it, an install after which the variant asked for
+is there, a figure back within 5% of its reference, a clean ``pip check``. A condition that
+comes back after it was resolved is a new open finding naming the earlier one
+(``regression_of``). Acknowledgements are events too, and so is withdrawing one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from journal.pitfalls._bench import Figure
+from journal.pitfalls.base import Acknowledgement, Finding, Resolution, Run
+
+#: A rule: the sentence saying why ``later`` (a run on the finding's host, after it, whose
+#: own findings have the ids ``ids``) shows the finding's condition gone, or None.
+Rule = Callable[[Finding, Run, frozenset[str]], str | None]
+
+#: Runs whose command went through (an imported command's exit status is unknown).
+WENT_THROUGH = ("succeeded", "imported", "no change")
+
+
+@dataclass
+class AckBook:
+    """The acknowledgements in force, folded from PitfallAcknowledged and
+    PitfallUnacknowledged events: target (a finding's key or a pitfall id) -> acknowledgement."""
+
+    acks: dict[str, Acknowledgement] = field(default_factory=dict)
+
+    def acknowledged(self, target: str, note: str, by: str, at: str, event: int) -> None:
+        self.acks[target] = Acknowledgement(note, by, at, event, target)
+
+    def withdrawn(self, target: str) -> None:
+        self.acks.pop(target, None)
+
+    def of(self, found: Finding) -> Acknowledgement | None:
+        """The acknowledgement covering ``found``: of its key, or of its pitfall id when that
+        was given after the finding was made (a condition that comes later is new)."""
+        own = self.acks.get(found.key)
+        if own is not None:
+            return own
+        wide = self.acks.get(found.id)
+        if wide is not None and (found.seq is None or wide.event > found.seq):
+            return wide
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.acks)
+
+
+# -- the rules --------------------------------------------------------------------------------
+
+
+def _same_command(found: Finding, later: Run) -> bool:
+    command = found.facts.get("command")
+    return not (found.facts.get("imported") or later.imported) or command == later.command
+
+
+def rerun(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """The same step (for an imported command, the same command) went through again on the
+    host without the finding."""
+    if later.step != found.step or found.id in ids or not _same_command(found, later):
+        return None
+    if later.status not in WENT_THROUGH or later.exit_code not in (0, None):
+        return None
+    return f"{later.step} ran again on {later.host} and went through without {found.id}"
+
+
+def probe(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """A later probe on the host no longer shows the condition."""
+    wanted = found.facts.get("probe", "torch-env")
+    if wanted not in later.probes or found.id in ids:
+        return None
+    where = f"after {later.step}" if not later.key.startswith("probe-") else "on its own"
+    return f"the {wanted} probe {where} on {later.host} no longer shows it"
+
+
+def installed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """A later install on the host put the packages asked for in place, in the variant asked
+    for, and neither a no-op nor a wrong variant was found about it."""
+    asked: list[str] = found.facts.get("packages") or []
+    if not asked or ids & {"noop-install", "variant-not-switched"}:
+        return None
+    if later.status not in WENT_THROUGH or later.after is None:
+        return None
+    diff = later.diff
+    moved = [n for n in asked if diff is not None and n in {k.lower() for k in diff.names()}]
+    if not moved:
+        return None
+    variant = found.facts.get("variant")
+    if variant:
+        from journal.versions import local_variant
+
+        now = {n: (later.after.get(n) or {}).get("version") for n in moved}
+        if not all(isinstance(v, str) and local_variant(v) == variant for v in now.values()):
+            return None
+        shown = ", ".join(f"{n} {v}" for n, v in now.items())
+        return f"{later.step} on {later.host} installed {shown}: the {variant} build asked for"
+    return f"{later.step} on {later.host} changed {', '.join(moved)}, as asked for"
+
+
+def restored(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """A later snapshot on the host shows every package the finding is about back at (or
+    above) the version it had before."""
+    was: Mapping[str, str] = found.facts.get("restore") or {}
+    snapshot = later.after
+    if not was or snapshot is None:
+        return None
+    from journal.versions import parse_version
+
+    now = {}
+    for name, version in was.items():
+        entry = snapshot.get(name)
+        if not entry or not isinstance(entry.get("version"), str):
+            return None
+        if parse_version(entry["version"]) < parse_version(version):
+            return None
+        now[name] = entry["version"]
+    shown = ", ".join(f"{n} {v}" for n, v in now.items())
+    return f"after {later.step} on {later.host}: {shown} again"
+
+
+def pip_check(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """A later `pip check` / `uv pip check` on the host found nothing broken."""
+    if "pip check" not in later.command or found.id in ids or later.exit_code not in (0, None):
+        return None
+    if later.status not in WENT_THROUGH:
+        return None
+    return f"`{later.command.strip()[:80]}` on {later.host} found no broken requirement"
+
+
+def probed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """Any probe ran on the host after the change."""
+    if not later.probes:
+        return None
+    names = ", ".join(sorted(later.probes))
+    where = f"after {later.step}" if not later.key.startswith("probe-") else "on its own"
+    return f"the {names} probe ran {where} on {later.host}"
+
+
+RULES: dict[str, Rule] = {
+    "rerun": rerun,
+    "probe": probe,
+    "installed": installed,
+    "restored": restored,
+    "pip-check": pip_check,
+    "probed": probed,
+}
+
+#: Rules over figures: (finding, a later trusted figure on its host) -> why, or None.
+FigureRule = Callable[[Finding, Figure], str | None]
+
+
+def back_within(found: Finding, figure: Figure) -> str | None:
+    """A later figure of the same series is back within the threshold of the reference."""
+    series, reference = found.facts.get("series"), found.facts.get("reference")
+    threshold = found.facts.get("threshold", 0.05)
+    if series is None or reference is None or _series(figure) != series:
+        return None
+    if figure.value < reference * (1 - threshold):
+        return None
+    return f"{figure.name} = {figure.value:g} again (reference {reference:g})"
+
+
+def measured(found: Finding, figure: Figure) -> str | None:
+    """A throughput measured on the host after the change (its tuning was re-evaluated)."""
+    if not figure.higher_is_better:
+        return None
+    unit = f" {figure.unit}" if figure.unit else ""
+    return f"a benchmark measured {figure.name} = {figure.value:g}{unit} after the change"
+
+
+def _series(figure: Figure) -> Any:
+    from journal.pitfalls._bench import figure_key
+
+    return figure_key(figure)
+
+
+FIGURE_RULES: dict[str, FigureRule] = {"figure": back_within, "bench": measured}
+
+
+# -- the fold -----------------------------------------------------------------------------------
+
+
+def rules_of(module: Any) -> tuple[list[Rule], list[FigureRule]]:
+    """A detector module's rules: its own ``resolves`` and the named ones of ``RESOLVED_BY``
+    (``rerun`` where it names none)."""
+    names = getattr(module, "RESOLVED_BY", ("rerun",))
+    runs = [RULES[n] for n in names if n in RULES]
+    figures = [FIGURE_RULES[n] for n in names if n in FIGURE_RULES]
+    own = getattr(module, "resolves", None)
+    if own is not None:
+        runs.insert(0, own)
+    return runs, figures
+
+
+@dataclass
+class Lifecycle:
+    """The open findings per host and the latest resolved one per (pitfall, host), folded in
+    the order of the record: :meth:`opened` adds findings, :meth:`ran` and :meth:`measured`
+    offer later facts to those still open."""
+
+    open: dict[str | None, list[Finding]] = field(default_factory=dict)
+    resolved: dict[tuple[str, str | None], Finding] = field(default_factory=dict)
+    done: dict[int, Finding] = field(default_factory=dict)  # id(opened) -> resolved
+
+    def opened(self, found: Finding) -> Finding:
+        """Add a finding; one whose condition was resolved before names that finding."""
+        earlier = self.resolved.get((found.id, found.host))
+        if earlier is not None and found.regression_of is None:
+            found = replace(found, regression_of=earlier.key)
+        self.open.setdefault(found.host, []).append(found)
+        return found
+
+    def ran(self, later: Run, ids: frozenset[str]) -> list[Finding]:
+        """Offer a run (on its host) to the open findings; those it resolved."""
+        return self._offer(later.host, lambda f: _by_run(f, later, ids))
+
+    def measured(self, figure: Figure) -> list[Finding]:
+        """Offer a trusted figure (on its host) to the open findings; those it resolved."""
+        if figure.invalid:
+            return []
+        return self._offer(figure.host, lambda f: _by_figure(f, figure))
+
+    def _offer(self, host: str | None, test: Callable[[Finding], Resolution | None]) -> list:
+        still, gone = [], []
+        for found in self.open.get(host, ()):
+            resolution = test(found)
+            if resolution is None:
+                still.append(found)
+                continue
+            done = replace(found, resolved_by=resolution)
+            self.resolved[(found.id, found.host)] = done
+            self.done[id(found)] = done
+            gone.append(done)
+        if gone:
+            self.open[host] = still
+        return gone
+
+
+def _by_run(found: Finding, later: Run, ids: frozenset[str]) -> Resolution | None:
+    for rule in _RULES.get(found.id, ([rerun], []))[0]:
+        why = rule(found, later, ids)
+        if why:
+            kind = "probe" if later.key.startswith("probe-") else "run"
+            run = None if kind == "probe" else later.key
+            return Resolution(kind, run, later.step, later.host, later.event, why)
+    return None
+
+
+def _by_figure(found: Finding, figure: Figure) -> Resolution | None:
+    if found.seq is not None and figure.event is not None and figure.event <= found.seq:
+        return None
+    for rule in _RULES.get(found.id, ([], []))[1]:
+        why = rule(found, figure)
+        if why:
+            return Resolution("figure", figure.run, None, figure.host, figure.event, why)
+    return None
+
+
+_RULES: dict[str, tuple[list[Rule], list[FigureRule]]] = {}
+
+
+def _load_rules() -> None:
+    if not _RULES:
+        from journal.pitfalls import detectors
+
+        for module in detectors():
+            _RULES[module.ID] = rules_of(module)
+
+
+def follow(
+    runs: Iterable[Run],
+    figures: Iterable[Figure],
+    findings: Iterable[Finding],
+    acks: AckBook | None = None,
+) -> list[Finding]:
+    """The findings with their lifecycle: each offered the later runs and figures of its
+    host in the order of the record, then acknowledgements applied. The order is kept."""
+    _load_rules()
+    findings = list(findings)
+    by_run: dict[str, set[str]] = {}
+    for found in findings:
+        if found.run:
+            by_run.setdefault(found.run, set()).add(found.id)
+    # The record in order: runs and figures by their event, findings opening at theirs.
+    stream: list[tuple[int, int, Any]] = []
+    for run in runs:
+        stream.append((run.event or 0, 1, run))
+    for figure in figures:
+        if figure.event is not None:
+            stream.append((figure.event, 2, figure))
+    pending = sorted(
+        (f for f in findings), key=lambda f: f.seq if f.seq is not None else -1
+    )
+    stream.sort(key=lambda item: (item[0], item[1]))
+    life = Lifecycle()
+    made: dict[int, Finding] = {}  # id(original) -> as it ends
+    at = 0
+    for seq, kind, item in stream:
+        while at < len(pending) and (pending[at].seq or -1) < seq:
+            made[id(pending[at])] = life.opened(pending[at])
+            at += 1
+        if kind == 1:
+            life.ran(item, frozenset(by_run.get(item.key, ())))
+        else:
+            life.measured(item)
+    while at < len(pending):
+        made[id(pending[at])] = life.opened(pending[at])
+        at += 1
+    out = []
+    for found in findings:
+        now = made.get(id(found), found)
+        out.append(life.done.get(id(now), now))
+    return with_acks(out, acks)
+
+
+def with_acks(findings: list[Finding], acks: AckBook | None) -> list[Finding]:
+    """The findings with the acknowledgements in force applied (and withdrawn ones taken off)."""
+    if not acks and not any(f.acknowledged for f in findings):
+        return findings
+    out = []
+    for found in findings:
+        ack = acks.of(found) if acks else None
+        out.append(found if ack == found.acknowledged else replace(found, acknowledged=ack))
+    return out
