@@ -181,7 +181,9 @@ def test_journals_page_lists_each_journal_with_progress_and_open_findings(
     html = page(demo_client, "/")
     assert f'href="/j/{DEMO}"' in html
     assert "local <b>5/5</b>" in html  # the demo's five steps done on its one host
-    assert re.search(r'class="badge sev-error"[^>]*>\d+ error<', html)
+    # reinstall-torch fixed the errors: only the numpy downgrades are open, as warnings
+    assert re.search(r'class="badge sev-warning"[^>]*>2 warning<', html)
+    assert 'class="badge sev-error"' not in html and "7 resolved)</a>" in html
     assert "2026" in html or re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", html)
     fragment = page(demo_client, "/", headers=HX)
     assert "<html" not in fragment and fragment.lstrip().startswith('<table class="journals"')
@@ -204,7 +206,7 @@ def test_timeline_shows_runs_in_order_with_status_duration_exit_and_finding_badg
     install = run_ids(demo, DEMO)[("install-torch", "local")]
     item = html[html.index(f'id="run-{install}"') :].split("</li>\n<li", 1)[0]
     assert "succeeded" in item and "exit 0" in item and 'class="duration"' in item
-    assert f'href="/j/{DEMO}/findings#f-noop-install:{install}">noop-install</a>' in item
+    assert f'href="/j/{DEMO}/findings#f-noop-install:{install}">noop-install (resolved)</a>' in item
     assert "numpy 2.4.2 -&gt; 2.4.1 (downgraded)" in html  # reinstall-torch's diff
     assert "ok expect torch.version = *+cu130 (2.12.0.dev20260226+cu130)" in html
     assert 'id="timeline-items" data-last-seq="' in html
@@ -246,12 +248,14 @@ def test_severity_filter_keeps_runs_with_open_findings_of_that_severity(
     finally:
         store.close()
     for severity in ("error", "warning"):
-        expected = {f.run for f in findings if f.severity == severity and f.run}
+        expected = {f.run for f in findings if f.severity == severity and f.run and f.is_open}
         html = page(demo_client, f"/j/{DEMO}?severity={severity}")
         shown = re.findall(r'<a class="step" href="/j/[^"]+/run/(\w+)">', html)
         assert set(shown) == expected and len(shown) == len(expected)
-    run = run_ids(demo, DEMO)[("install-torch", "local")]
-    assert run in re.findall(r'/run/(\w+)">', page(demo_client, f"/j/{DEMO}?severity=error"))
+    run = run_ids(demo, DEMO)[("reinstall-torch", "local")]
+    assert run in re.findall(r'/run/(\w+)">', page(demo_client, f"/j/{DEMO}?severity=warning"))
+    # the errors were resolved by reinstall-torch: no run keeps an open one
+    assert re.findall(r'/run/(\w+)">', page(demo_client, f"/j/{DEMO}?severity=error")) == []
 
 
 def test_a_filtered_url_loaded_directly_renders_the_same_items_in_the_whole_page(
@@ -434,10 +438,19 @@ def test_findings_page_lists_findings_with_evidence_links_and_advice(
     demo: Path, demo_client: FlaskClient
 ) -> None:
     html = page(demo_client, f"/j/{DEMO}/findings")
-    install = run_ids(demo, DEMO)[("install-torch", "local")]
+    ids = run_ids(demo, DEMO)
+    install, fix = ids[("install-torch", "local")], ids[("reinstall-torch", "local")]
     noop = html[html.index(f'id="f-noop-install:{install}"') :].split("</article>")[0]
     assert f'href="/j/{DEMO}/run/{install}?page=1#L2">line 2 of install-torch on local</a>' in noop
-    assert "advice:" in noop and 'name="csrf_token"' in noop and 'hx-post="' in noop
+    assert "advice:" in noop
+    # resolved by reinstall-torch: greyed and struck through (state-resolved), linked to it
+    assert f'class="finding sev-error state-resolved" id="f-noop-install:{install}"' in html
+    assert f'Resolved by <a href="/j/{DEMO}/run/{fix}">reinstall-torch</a> on local' in noop
+    assert 'name="csrf_token"' not in noop  # nothing to acknowledge
+    cascade = html[html.index(f'id="f-downgrade-cascade:{fix}"') :].split("</article>")[0]
+    assert "state-open" in cascade and 'name="csrf_token"' in cascade and 'hx-post="' in cascade
+    timeline = page(demo_client, f"/j/{DEMO}")
+    assert "noop-install (resolved)</a>" in timeline
 
 
 def test_acknowledging_needs_the_csrf_token_and_records_the_acknowledgement(
@@ -446,10 +459,10 @@ def test_acknowledging_needs_the_csrf_token_and_records_the_acknowledgement(
     db = tmp_path / "journal.db"
     shutil.copy(demo, db)
     client = make_client(db)
-    install = run_ids(db, DEMO)[("install-torch", "local")]
-    key = f"noop-install:{install}"
+    ids = run_ids(db, DEMO)
+    key = f"downgrade-cascade:{ids[('reinstall-torch', 'local')]}"
     url = f"/j/{DEMO}/findings/ack"
-    form = {"finding": key, "note": "fixed by reinstall-torch"}
+    form = {"finding": key, "note": "numpy 2.4.1 is fine", "by": "ana"}
     assert client.post(url, data=form).status_code == 400  # no token, no session
     html = page(client, f"/j/{DEMO}/findings")
     token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)  # type: ignore[union-attr]
@@ -458,24 +471,41 @@ def test_acknowledging_needs_the_csrf_token_and_records_the_acknowledgement(
     assert not [r for r in records(db, DEMO) if isinstance(r.event, PitfallAcknowledged)]
     empty = client.post(url, data={**form, "note": " ", "csrf_token": token})
     assert empty.status_code == 400 and b"Traceback" not in empty.data
+    assert b"--note" not in empty.data  # the service words it, not as a command-line flag
     done = client.post(url, data={**form, "csrf_token": token})
     assert done.status_code == 303 and done.headers["Location"].endswith(f"#f-{key}")
     acks = [r.event for r in records(db, DEMO) if isinstance(r.event, PitfallAcknowledged)]
-    assert [(a.finding, a.note) for a in acks] == [(key, "fixed by reinstall-torch")]
+    assert [(a.finding, a.note, a.author) for a in acks] == [(key, "numpy 2.4.1 is fine", "ana")]
     after = page(client, f"/j/{DEMO}/findings")
-    noop = after[after.index(f'id="f-{key}"') :].split("</article>")[0]
-    assert "Acknowledged: fixed by reinstall-torch" in noop and "<form" not in noop
-    assert f'<article class="finding sev-error acknowledged" id="f-{key}"' in after
+    cascade = after[after.index(f'id="f-{key}"') :].split("</article>")[0]
+    assert "Acknowledged by ana at " in cascade and ": numpy 2.4.1 is fine" in cascade
+    assert 'class="ack-form"' not in cascade and "Withdraw acknowledgement" in cascade
+    assert f'<article class="finding sev-warning state-acknowledged" id="f-{key}"' in after
     # by htmx (the header carries the token): the finding comes back as a fragment
-    other = f"variant-not-switched:{install}"
+    store = EventStore(str(db))
+    try:
+        found, _ = journal_findings(store, DEMO)
+    finally:
+        store.close()
+    (other,) = [f.key for f in found if f.id == "downgrade-cascade" and f.host == "gpu-box"]
     fragment = client.post(
         url, data={"finding": other, "note": "same fix"}, headers={**HX, "X-CSRF-Token": token}
     )
     assert fragment.status_code == 200
     body = fragment.get_data(as_text=True)
-    assert body.lstrip().startswith("<article") and "Acknowledged: same fix" in body
+    assert body.lstrip().startswith("<article") and ": same fix</p>" in body
     open_only = page(client, f"/j/{DEMO}/findings?show=open")
     assert f'id="f-{key}"' not in open_only and f'id="f-{other}"' not in open_only
+    # withdrawn through the page: open again, with its form back
+    back = client.post(
+        f"/j/{DEMO}/findings/unack", data={"finding": other}, headers={**HX, "X-CSRF-Token": token}
+    )
+    assert back.status_code == 200
+    body = back.get_data(as_text=True)
+    assert "state-open" in body and 'class="ack-form"' in body
+    assert f'id="f-{other}"' in page(client, f"/j/{DEMO}/findings?show=open")
+    twice = client.post(f"/j/{DEMO}/findings/unack", data={"finding": other, "csrf_token": token})
+    assert twice.status_code == 400 and b"is not acknowledged" in twice.data
 
 
 def test_no_get_changes_the_store(recorded: Path, ssh_client: FlaskClient) -> None:

@@ -23,6 +23,8 @@ class JournalSummary:
     runs: int
     last_ts: str | None
     open: dict[str, int]
+    resolved: int
+    acknowledged: int
     events: int
 
 
@@ -35,6 +37,8 @@ def summarise(state: JournalState) -> JournalSummary:
         runs=len(timeline.runs),
         last_ts=timeline.last_ts,
         open=state.open_counts(),
+        resolved=sum(1 for f in state.findings if f.state == "resolved"),
+        acknowledged=sum(1 for f in state.findings if f.state == "acknowledged"),
         events=timeline.events,
     )
 
