@@ -95,7 +95,10 @@ def test_a_noop_install_is_resolved_by_the_install_that_put_the_variant_in_place
         (one,) = of(found, id)
         assert one.state == "resolved", id
         assert one.resolved_by is not None and one.resolved_by.run == "reinstall-torch"
-        assert "torch 2.12.0.dev20260226+cu130: the cu130 build asked for" in one.resolved_by.why
+        assert (
+            "torch 2.10.0+cu128 -> 2.12.0.dev20260226+cu130: the cu130 build asked for"
+            in one.resolved_by.why
+        )
 
 
 def test_a_later_install_that_left_the_wrong_variant_resolves_nothing() -> None:
@@ -210,7 +213,10 @@ def test_a_throughput_regression_is_resolved_by_a_figure_back_within_5_percent()
     )
     assert [(f.run, f.state) for f in back] == [("b2", "resolved")]
     assert back[0].resolved_by.kind == "figure"
-    assert back[0].resolved_by.why == "output_token_throughput = 96.1 again (reference 90)"
+    assert back[0].resolved_by.why == (
+        "Output token throughput was back to 96.10 tok/s (+77.6% against 54.10 tok/s; "
+        "the reference was 90.00 tok/s)"
+    )
 
 
 def test_unverified_change_is_resolved_by_a_probe_not_dropped() -> None:

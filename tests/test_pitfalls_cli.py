@@ -42,24 +42,32 @@ def test_the_demo_journal_is_judged_with_evidence_from_its_events(demo) -> None:
     assert ("install-torch", "variant-not-switched") in found
     # verify-torch-again passed its expectations: nothing about it
     assert not [k for k in found if k[0] == "verify-torch-again"]
-    listing = journal("pitfalls", db=db, runbook=rb)
-    assert b"ERROR   noop-install  install-torch on local" in listing.stdout
+    # reinstall-torch resolved it: `journal pitfalls` lists it only with --all
+    assert noop["state"] == "resolved" and noop["resolved_by"]["step"] == "reinstall-torch"
+    assert b"ERROR   noop-install" not in journal("pitfalls", db=db, runbook=rb).stdout
+    listing = journal("pitfalls", "--all", db=db, runbook=rb)
+    assert b"ERROR   noop-install  install-torch on local (run " in listing.stdout
+    assert (
+        b"[RESOLVED]\n" in listing.stdout
+        and b"resolved: reinstall-torch on local" in listing.stdout
+    )
 
 
 def test_acknowledging_a_finding_records_it_and_marks_it(demo, tmp_path: Path) -> None:
     db, rb = demo
     copy = tmp_path / "journal.db"
     shutil.copy(db, copy)
-    key = next(f["key"] for f in findings_of(copy, rb) if f["id"] == "noop-install")
-    bad = journal("pitfalls", "ack", "noop-instal", "--note", "x", db=copy, runbook=rb)
-    assert bad.returncode == 2 and b"did you mean 'noop-install'" in bad.stderr
+    key = next(f["key"] for f in findings_of(copy, rb) if f["id"] == "downgrade-cascade")
+    bad = journal("pitfalls", "ack", "downgrade-cascad", "--note", "x", db=copy, runbook=rb)
+    assert bad.returncode == 2 and b"did you mean 'downgrade-cascade'" in bad.stderr
     assert no_traceback(bad)
     missing_note = journal("pitfalls", "ack", key, db=copy, runbook=rb)
     assert missing_note.returncode == 2
     ok = journal("pitfalls", "ack", key, "--note", "fixed by reinstall-torch", db=copy, runbook=rb)
     assert ok.returncode == 0, text(ok.stderr)
     after = {f["key"]: f for f in findings_of(copy, rb)}
-    assert after[key]["acknowledged"] == "fixed by reinstall-torch"
+    assert after[key]["acknowledged"]["note"] == "fixed by reinstall-torch"
+    assert after[key]["state"] == "acknowledged"
     assert all(f["acknowledged"] is None for k, f in after.items() if k != key)
     store = EventStore(str(copy))
     try:
@@ -69,10 +77,9 @@ def test_acknowledging_a_finding_records_it_and_marks_it(demo, tmp_path: Path) -
     finally:
         store.close()
     assert [(a.finding, a.note) for a in acks] == [(key, "fixed by reinstall-torch")]
-    assert (
-        b"[acknowledged: fixed by reinstall-torch]"
-        in journal("pitfalls", db=copy, runbook=rb).stdout
-    )
+    listing = journal("pitfalls", "--all", db=copy, runbook=rb).stdout
+    assert b"[ACKNOWLEDGED]" in listing and b": fixed by reinstall-torch\n" in listing
+    assert key.encode() not in journal("pitfalls", db=copy, runbook=rb).stdout
 
 
 def test_lint_judges_a_pasted_session_without_a_database(tmp_path: Path) -> None:

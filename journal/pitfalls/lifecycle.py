@@ -97,15 +97,18 @@ def installed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     if not moved:
         return None
     variant = found.facts.get("variant")
+    now = {n: (later.after.get(n) or {}).get("version") for n in moved}
     if variant:
         from journal.versions import local_variant
 
-        now = {n: (later.after.get(n) or {}).get("version") for n in moved}
         if not all(isinstance(v, str) and local_variant(v) == variant for v in now.values()):
             return None
-        shown = ", ".join(f"{n} {v}" for n, v in now.items())
-        return f"{later.step} on {later.host} installed {shown}: the {variant} build asked for"
-    return f"{later.step} on {later.host} changed {', '.join(moved)}, as asked for"
+    was = later.before or {}
+    shown = ", ".join(
+        f"{n} {(was.get(n) or {}).get('version', '(new)')} -> {v}" for n, v in now.items()
+    )
+    what = f": the {variant} build asked for" if variant else ", as asked for"
+    return f"{later.step} on {later.host} installed {shown}{what}"
 
 
 def restored(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
@@ -139,8 +142,9 @@ def pip_check(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
 
 
 def probed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
-    """Any probe ran on the host after the change."""
-    if not later.probes:
+    """A probe ran on the host after the change, in a run that changed no package itself (or
+    on its own): what it saw is the change's result, not the next change's."""
+    if not later.probes or (later.diff is not None and not later.diff.empty):
         return None
     names = ", ".join(sorted(later.probes))
     where = f"after {later.step}" if not later.key.startswith("probe-") else "on its own"
@@ -168,7 +172,17 @@ def back_within(found: Finding, figure: Figure) -> str | None:
         return None
     if figure.value < reference * (1 - threshold):
         return None
-    return f"{figure.name} = {figure.value:g} again (reference {reference:g})"
+    from journal.pitfalls._bench import DISPLAY
+
+    unit = f" {figure.unit}" if figure.unit else ""
+    fallen = found.facts.get("fallen")
+    against = (
+        f" ({(figure.value - fallen) / fallen:+.1%} against {fallen:,.2f}{unit}; "
+        f"the reference was {reference:,.2f}{unit})"
+        if fallen
+        else f" (the reference was {reference:,.2f}{unit})"
+    )
+    return f"{DISPLAY.get(figure.name, figure.name)} was back to {figure.value:,.2f}{unit}{against}"
 
 
 def measured(found: Finding, figure: Figure) -> str | None:
@@ -299,9 +313,7 @@ def follow(
     for figure in figures:
         if figure.event is not None:
             stream.append((figure.event, 2, figure))
-    pending = sorted(
-        (f for f in findings), key=lambda f: f.seq if f.seq is not None else -1
-    )
+    pending = sorted((f for f in findings), key=lambda f: f.seq if f.seq is not None else -1)
     stream.sort(key=lambda item: (item[0], item[1]))
     life = Lifecycle()
     made: dict[int, Finding] = {}  # id(original) -> as it ends

@@ -120,6 +120,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
             run,
             series=figure_key(after),
             reference=before.value,
+            fallen=after.value,
             threshold=THRESHOLD,
         )
         found = replace(found, seq=after.event if after.event is not None else found.seq)

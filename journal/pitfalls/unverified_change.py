@@ -21,7 +21,7 @@ from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "unverified-change"
 ORDER = 90
-#: Resolved by a probe on the host after the change.
+#: Resolved by a probe on the host after the change, in a run that changed nothing itself.
 RESOLVED_BY = ("probed",)
 
 #: Packages whose change is what probes exist for.
@@ -56,10 +56,10 @@ def detect(subject: Subject) -> Iterator[Finding]:
         # next change before any probe is named, since this change was never checked alone.
         next_change: Run | None = None
         for later in subject.later(run):
-            if _checked(later):
-                break
             if _changed(later):
                 next_change = later
+                break
+            if _checked(later):
                 break
         found = [c for c in changes(run) if c.kind != "reinstalled"] or changes(run)
         harmful = [c for c in found if _harmful(c)]
