@@ -3,37 +3,21 @@
 A benchmark is a shell ``run`` whose output a ``parser`` reads (``sglang``, ``vllm``,
 ``nccl-tests``, ``llama-bench``, or ``regex`` with named groups in ``pattern``), or a
 ``builtin`` GPU measurement (``matmul``, ``memcpy``, ``allreduce``) run by the host's target
-python with torch. Every figure becomes a ``MetricRecorded`` event.
+python with torch. Every figure becomes a ``MetricRecorded`` event. The tables are read into
+the :class:`BenchmarkSpec` defined here by :mod:`journal.runbook.benchmarks`.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
 
 #: The built-in GPU benchmarks (each a function of scripts/gpu.py).
 BUILTIN = ("matmul", "memcpy", "allreduce")
-BENCH_KEYS = {
-    "run",
-    "parser",
-    "builtin",
-    "pattern",
-    "units",
-    "labels",
-    "env",
-    "cwd",
-    "timeout",
-    "hosts",
-    "description",
-}
 DEFAULT_TIMEOUT_S = 3600.0
 LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-
-Fail = Callable[[str, str], Exception]
 
 
 @dataclass(frozen=True)
@@ -102,123 +86,3 @@ def parse_label(text: str, where: str = "--label") -> tuple[str, str]:
             "(letters, digits, '_', '.', '-', starting with a letter)"
         )
     return key, value.strip()
-
-
-def specs_from_runbook(
-    tables: dict[str, Any], hosts: list[str], fail: Fail
-) -> dict[str, BenchmarkSpec]:
-    """The runbook's benchmarks, validated; ``fail(key_path, message)`` makes the error."""
-    from journal.benchmarks.parsers import PARSERS, ParserError, compile_patterns
-    from journal.runbook import NAME, NAME_RULE, suggest
-
-    specs = {}
-    for name, table in tables.items():
-        key = f"benchmarks.{name}"
-        if not NAME.match(name):
-            raise fail(key, f"{name!r} is not a usable name ({NAME_RULE})")
-        if not isinstance(table, dict):
-            raise fail(key, 'expected a table with run = "..." and parser = "..."')
-        for option in table:
-            if option not in BENCH_KEYS:
-                raise fail(
-                    f"{key}.{option}",
-                    f"unknown key {option!r}{suggest(option, sorted(BENCH_KEYS))}",
-                )
-        builtin = table.get("builtin")
-        run = table.get("run")
-        parser = table.get("parser")
-        if builtin is not None:
-            if not isinstance(builtin, str) or builtin not in BUILTIN:
-                raise fail(
-                    f"{key}.builtin",
-                    f"expected one of {', '.join(BUILTIN)}, got {builtin!r}"
-                    + (suggest(builtin, list(BUILTIN)) if isinstance(builtin, str) else ""),
-                )
-            for option in ("run", "parser", "pattern", "units"):
-                if option in table:
-                    raise fail(
-                        f"{key}.{option}",
-                        f"a builtin benchmark runs its own script and reads its own output; "
-                        f"{option} does not apply",
-                    )
-            parser = "builtin"
-        else:
-            if not isinstance(run, str) or not run.strip():
-                raise fail(
-                    f"{key}.run",
-                    'missing: give the shell command (run = "...") or builtin = "matmul"',
-                )
-            choices = [p for p in PARSERS if p != "builtin"]
-            if parser is None:
-                raise fail(
-                    f"{key}.parser",
-                    f"missing: which parser reads the output? ({', '.join(choices)})",
-                )
-            if not isinstance(parser, str) or parser not in choices:
-                hint = suggest(parser, choices) if isinstance(parser, str) else ""
-                raise fail(
-                    f"{key}.parser", f"expected one of {', '.join(choices)}, got {parser!r}{hint}"
-                )
-        patterns = table.get("pattern", [])
-        if isinstance(patterns, str):
-            patterns = [patterns]
-        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-            raise fail(f"{key}.pattern", "expected a regex string or a list of them")
-        if parser == "regex":
-            if not patterns:
-                raise fail(
-                    f"{key}.pattern",
-                    "missing: the regex parser needs pattern = '...(?P<name>[0-9.]+)...', "
-                    "each named group a figure",
-                )
-            try:
-                compile_patterns(patterns)
-            except ParserError as exc:
-                raise fail(f"{key}.pattern", str(exc)) from None
-        elif patterns:
-            raise fail(f"{key}.pattern", f"only the regex parser takes patterns, not {parser}")
-        units = _strings(table.get("units", {}), f"{key}.units", fail)
-        labels = _strings(table.get("labels", {}), f"{key}.labels", fail)
-        for label in labels:
-            if not LABEL.match(label):
-                raise fail(f"{key}.labels.{label}", "not a usable label name")
-        env = _strings(table.get("env", {}), f"{key}.env", fail)
-        cwd = table.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            raise fail(f"{key}.cwd", "expected a string")
-        timeout = table.get("timeout", DEFAULT_TIMEOUT_S)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise fail(f"{key}.timeout", f"expected a number of seconds above 0, got {timeout!r}")
-        bench_hosts = table.get("hosts", [])
-        if not isinstance(bench_hosts, list) or not all(isinstance(h, str) for h in bench_hosts):
-            raise fail(f"{key}.hosts", "expected a list of host names")
-        for host in bench_hosts:
-            if host not in hosts:
-                raise fail(f"{key}.hosts", f"no host named {host!r}{suggest(host, hosts)}")
-        description = table.get("description", "")
-        if not isinstance(description, str):
-            raise fail(f"{key}.description", "expected a string")
-        specs[name] = BenchmarkSpec(
-            name,
-            parser,
-            run=run if builtin is None else None,
-            builtin=builtin,
-            patterns=patterns,
-            units=units,
-            labels=labels,
-            env=env,
-            cwd=cwd,
-            timeout=float(timeout),
-            hosts=bench_hosts,
-            description=description,
-        )
-    return specs
-
-
-def _strings(value: Any, key: str, fail: Fail) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise fail(key, 'expected a table of name = "text"')
-    for name, item in value.items():
-        if not isinstance(item, str):
-            raise fail(f"{key}.{name}", f"expected a string, got {type(item).__name__}")
-    return value

@@ -126,6 +126,9 @@ class LiveTable(Echo):
         if self._live is not None:
             self._live.refresh()
 
+    def interrupted(self) -> None:
+        self.console.print(Text("\njournal: interrupting every host…"), soft_wrap=True)
+
     def fleet_finished(self, run: FleetRun[Any]) -> None:
         with self._rows_lock:
             for host in run.not_run:

@@ -68,7 +68,11 @@ def record_metric(ctx: Context, args: argparse.Namespace) -> int:
     labels = labels_of(args.label)
     if args.host and ctx.has_runbook():
         ctx.runbook.host(args.host)
+    from journal.runbook import NAME
     from journal.service.bench import record_metric as record
+
+    if args.host is not None and not NAME.match(args.host):
+        raise BadInput(f"--host {args.host!r} is not a usable host name")
 
     record(ctx.store, journal, args.name, args.value, args.unit, labels, args.host)
     timeline, comparisons = _comparisons(ctx, journal)

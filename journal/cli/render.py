@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 
 # Re-exported: the CLI's views and its callers write values as the web and exports do.
 from journal.display import figure, first_line, plural, seconds, when  # noqa: F401
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
+
+# Re-exported: `journal log --output` prints a run's output as journal.output reassembles it.
+from journal.output import decode, output_bytes  # noqa: F401
 from journal.probes.summary import summary
 from journal.projections.packages import change_text
 from journal.projections.progress import HostState
@@ -21,7 +23,6 @@ from journal.projections.timeline import (
     StepRunView,
     Timeline,
 )
-from journal.recorder import decode
 
 MARK = {
     "succeeded": "ok  ",
@@ -181,11 +182,6 @@ def event_text(rec: Recorded, runs: dict[str, tuple[str, str]]) -> bytes:
         where = f" on {event.host_name}" if event.host_name else ""
         return f"{when(rec.ts)}  metric {event.name} = {value}{where}\n".encode()
     return b""
-
-
-def output_bytes(records: Iterable[Recorded]) -> bytes:
-    """The recorded output of a run's chunks, both streams in the order they were stored."""
-    return b"".join(decode(r.event) for r in records if isinstance(r.event, OutputChunk))
 
 
 def verdict(run) -> str:  # type: ignore[no-untyped-def]

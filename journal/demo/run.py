@@ -15,7 +15,7 @@ from pathlib import Path
 
 from journal.cli import render
 from journal.cli.context import Context
-from journal.cli.plan import run_plan
+from journal.cli.plan import TerminalPlanReport
 from journal.demo.wheels import build_indexes
 from journal.errors import BadInput
 from journal.events import NoteAdded
@@ -23,6 +23,7 @@ from journal.projections.timeline import project, settle
 from journal.runbook import Runbook, load
 from journal.service.bench import run_bench
 from journal.service.findings import import_transcript
+from journal.service.plan import run_plan
 from journal.service.steps import Echo, ensure_opened, exit_status
 
 MARKER = ".journal-demo"
@@ -207,7 +208,7 @@ def run_demo(root: Path, ctx: Context) -> int:
     ctx.runbook_path = str(runbook.path)
     ensure_opened(ctx.store, runbook)
     code = measure(ctx, runbook, "before")
-    code = run_plan(ctx.store, runbook) or code
+    code = run_plan(ctx.store, runbook, TerminalPlanReport()) or code
     code = measure(ctx, runbook, "after") or code
     session = Path(__file__).with_name("gpu-session.txt")
     count = import_transcript(ctx.store, runbook.name, session, "gpu-box", runbook.redact)

@@ -15,7 +15,7 @@ from typing import Any
 
 from journal.events import OutputChunk, StepStarted
 from journal.mapper import Recorded
-from journal.recorder import decode
+from journal.output import chunk_text
 
 WIDTH, HEIGHT = 120, 40
 
@@ -39,7 +39,7 @@ def to_cast(records: Iterable[Recorded]) -> list[str]:
                 "env": {"TERM": "xterm-256color", "SHELL": "/bin/bash"},
             }
         elif isinstance(event, OutputChunk):
-            text = decode(event).decode("utf-8", "replace").replace("\r\n", "\n")
+            text = chunk_text(event).replace("\r\n", "\n")
             last = max(last, event.t)  # chunks of two streams may be stored out of time order
             events.append(json.dumps([round(last, 6), "o", text.replace("\n", "\r\n")]))
     if header is None:

@@ -7,10 +7,10 @@ from collections.abc import Iterable
 
 from journal.events import OutputChunk
 from journal.mapper import Recorded
+from journal.output import chunk_text
 from journal.pitfalls._bench import Figure
 from journal.pitfalls.base import Evidence, Run, Segment, Subject
 from journal.projections.timeline import MetricView, ProbeView, Timeline, project, settle
-from journal.recorder import decode
 from journal.transcript import parse, step_name
 
 
@@ -25,11 +25,7 @@ def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Ti
         for rec in records:
             event = rec.event
             if isinstance(event, OutputChunk):
-                data = (
-                    event.data
-                    if event.encoding == "utf-8"
-                    else decode(event).decode("utf-8", "replace")
-                )
+                data = chunk_text(event)
                 run = event.run
                 start = offsets.get(run, 0)
                 segments.setdefault(run, []).append(

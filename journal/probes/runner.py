@@ -7,28 +7,14 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from journal.probes import ProbeSpec
 from journal.redact import Redactor
-from journal.transport.base import Outcome, OutputSink
+from journal.transport.base import Transport
 
 #: A probe printing more than this is cut: results are small JSON, not logs.
 CAPTURE_LIMIT = 64 * 1024 * 1024
-
-
-class _Runs(Protocol):
-    def run(
-        self,
-        command: str,
-        env: Mapping[str, str],
-        cwd: str | None,
-        timeout: float | None,
-        sink: OutputSink,
-        cancel: threading.Event,
-        *,
-        run_id: str = ...,
-    ) -> Outcome: ...
 
 
 class CaptureSink:
@@ -91,7 +77,7 @@ def read_result(spec: ProbeSpec, stdout: bytes, stderr: bytes) -> dict[str, Any]
 
 
 def run_probe(
-    transport: _Runs,
+    transport: Transport,
     spec: ProbeSpec,
     python: str,
     env: Mapping[str, str],

@@ -1,5 +1,6 @@
 """The runbook (``runbook.toml``): the hosts and their groups, the ordered steps of the plan,
-what to redact.
+what to redact; its probes and benchmarks tables are read by :mod:`journal.runbook.probes` and
+:mod:`journal.runbook.benchmarks`. This package is the runbook's schema, all of it.
 
 Every error names the file, the line where one can be found, and the key path, and is raised
 as :class:`BadInput` (exit status 2).
@@ -14,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from journal.benchmarks import BenchmarkSpec
-from journal.benchmarks import specs_from_runbook as benchmark_specs
 from journal.errors import BadInput
-from journal.probes import ProbeSpec, specs_from_runbook
+from journal.probes import ProbeSpec
+from journal.runbook.benchmarks import benchmark_specs
 from journal.runbook.checker import NAME, NAME_RULE, _Checker, _kind, suggest
+from journal.runbook.probes import probe_specs
 from journal.runbook.template import TEMPLATE
 
 __all__ = ["NAME", "NAME_RULE", "TEMPLATE", "Host", "Runbook", "Step", "load", "parse", "suggest"]
@@ -235,7 +237,7 @@ def parse(text: str, path: Path) -> Runbook:
             raise check.fail(f"steps[{index}].name", f"a step named {step.name!r} comes earlier")
         steps.append(step)
 
-    probes = specs_from_runbook(check.table(data.get("probes", {}), "probes"), check.fail)
+    probes = probe_specs(check.table(data.get("probes", {}), "probes"), check)
     for probe_name, spec in probes.items():
         _expect_specs(check, spec.expect, f"probes.{probe_name}.expect")
     for index, step in enumerate(steps):
@@ -246,7 +248,7 @@ def parse(text: str, path: Path) -> Runbook:
                     f"no probe named {probe!r}{suggest(probe, list(probes))}",
                 )
     benchmarks = benchmark_specs(
-        check.table(data.get("benchmarks", {}), "benchmarks"), [*hosts, *groups], check.fail
+        check.table(data.get("benchmarks", {}), "benchmarks"), [*hosts, *groups], check
     )
     benchmarks = {
         n: replace(b, hosts=_expand(b.hosts, groups)) if b.hosts else b
@@ -352,11 +354,7 @@ def _step(
         cwd = check.string(cwd, f"{key}.cwd")
     timeout = spec.get("timeout")
     if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise check.fail(
-                f"{key}.timeout", f"expected a number of seconds above 0, got {timeout!r}"
-            )
-        timeout = float(timeout)
+        timeout = check.seconds(timeout, f"{key}.timeout")
     probes = check.strings(spec.get("probes", []), f"{key}.probes")
     expect = check.table(spec.get("expect", {}), f"{key}.expect")
     _expect_specs(check, expect, f"{key}.expect")

@@ -86,6 +86,12 @@ class _Checker:
             raise self.fail(key, "must not be empty")
         return value
 
+    def seconds(self, value: Any, key: str) -> float:
+        """A timeout: a number of seconds above 0 (a boolean is not one)."""
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise self.fail(key, f"expected a number of seconds above 0, got {value!r}")
+        return float(value)
+
     def name(self, value: Any, key: str) -> str:
         value = self.string(value, key)
         if not NAME.match(value):

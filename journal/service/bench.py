@@ -16,7 +16,7 @@ from journal.benchmarks import BenchmarkSpec
 from journal.benchmarks.parsers import ParseResult, parse
 from journal.errors import BadInput
 from journal.events import MetricRecorded, OutputChunk
-from journal.recorder import decode
+from journal.output import output_text
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
 from journal.service.steps import Echo, Measure, StepRun, run_step_fleet
@@ -35,11 +35,7 @@ class BenchRun:
 
 def recorded_output(store: EventStore, journal: str, run_id: str) -> str:
     """A step run's output as recorded (both streams, in the order printed)."""
-    parts = []
-    for rec in store.read(journal, types=[OutputChunk.type], run_id=run_id):
-        assert isinstance(rec.event, OutputChunk)
-        parts.append(decode(rec.event).decode("utf-8", "replace"))
-    return "".join(parts)
+    return output_text(store.read(journal, types=[OutputChunk.type], run_id=run_id))
 
 
 def figures_of(
@@ -53,7 +49,7 @@ def figures_of(
     invalid: str | None = None,
 ) -> list[MetricRecorded]:
     """The events for the figures a parser read: the benchmark's and host's labels, then the
-    parser's own, then those given (``--label`` wins)."""
+    parser's own, then those given (which win)."""
     problem = invalid
     if problem is None and result.problems:
         problem = "; ".join(p.reason for p in result.problems)
@@ -166,7 +162,7 @@ def record_metric(
     if not math.isfinite(number):
         raise BadInput(f"metric value {value!r} is not a finite number")
     if host is not None and not NAME.match(host):
-        raise BadInput(f"--host {host!r} is not a usable host name")
+        raise BadInput(f"host name {host!r} is not usable: letters, digits, '.', '_', '-'")
     base = {"host": host} if host else {}
     event = MetricRecorded(
         name=name,

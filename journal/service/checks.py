@@ -15,6 +15,7 @@ from journal.probes.runner import ProbeOutcome, run_probe
 from journal.probes.summary import summary
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook
+from journal.transport import Transport
 
 Append = Callable[[list[Event]], None]
 
@@ -25,7 +26,7 @@ class HostChecks:
 
     runbook: Runbook
     host: Host
-    transport: Any
+    transport: Transport
     env: Mapping[str, str]
     redactor: Redactor
     append: Append

@@ -9,7 +9,6 @@ work to stop, waits up to ``STOP_WAIT_S`` for them, and starts no more.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -124,6 +123,9 @@ class FleetWatch:
     def host_finished(self, host: str, verdict: HostVerdict, elapsed: float) -> None:
         """A host's work ended."""
 
+    def interrupted(self) -> None:
+        """Ctrl-C came: every host at work is told to stop, and waited for a while."""
+
     def fleet_finished(self, run: FleetRun[Any]) -> None:
         """The fleet run ended (also after a second Ctrl-C cut it short)."""
 
@@ -214,7 +216,7 @@ def run_fleet(
         except KeyboardInterrupt:
             run.interrupted = True
             cancel.set()
-            print("\njournal: interrupting every host…", file=sys.stderr)
+            watch.interrupted()
             deadline = time.monotonic() + STOP_WAIT_S
             while len(started) > finished and reap(deadline):
                 pass

@@ -18,10 +18,10 @@ from journal.projections.packages import change_text, diff_packages
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
-from journal.service.checks import HostChecks
+from journal.service.checks import Append, HostChecks
 from journal.service.fleet import FleetRun, FleetWatch, HostVerdict, Schedule, run_fleet
 from journal.store import EventStore
-from journal.transport import ConnectFailed, Outcome, transport_for
+from journal.transport import ConnectFailed, Outcome, Transport, transport_for
 
 R = TypeVar("R")
 
@@ -94,6 +94,12 @@ class Echo(FleetWatch):
         """A line of journal's own (probe results, verdicts) on stderr."""
         with self._lock:
             self.err.write(f"journal: {text}\n".encode())
+            self.err.flush()
+
+    def interrupted(self) -> None:
+        """Say, past the ``^C`` the terminal echoed, that every host is told to stop."""
+        with self._lock:
+            self.err.write("\njournal: interrupting every host…\n".encode())
             self.err.flush()
 
     def flush_host(self, host: str) -> None:
@@ -305,7 +311,7 @@ def _after_step(
     return [v for v in verdicts if not v.ok]
 
 
-def connect(transport: Any, host: Host, append: Callable[[list[Any]], None]) -> str | None:
+def connect(transport: Transport, host: Host, append: Append) -> str | None:
     """Open the transport, recording any host key accepted; the reason if it failed."""
     try:
         transport.connect()
@@ -320,7 +326,7 @@ def connect(transport: Any, host: Host, append: Callable[[list[Any]], None]) -> 
                 fingerprint=key.fingerprint,
                 known_hosts=key.known_hosts,
             )
-            for key in getattr(transport, "accepted", [])
+            for key in transport.accepted
         ]
     )
     return None

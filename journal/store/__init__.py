@@ -1,30 +1,49 @@
-"""The event store: the only writer, append-only, one global sequence sealed by a hash chain.
+"""The event store: the only writer and reader of the events table, append-only, one global
+sequence sealed by a hash chain. What the rest asks of the table (a run's output chunks, the
+runs whose output holds a text, a journal's newest event ...) is a method here.
 
-One contract, several backends: SQLite (the default; :mod:`journal.store.sqlite`) and
-PostgreSQL (:mod:`journal.store.postgres`) each have a writer of their own, straight through
-the driver; any other SQLAlchemy database goes through SQLAlchemy Core.
+One contract, one backend per database, chosen once (:func:`backend_for`): SQLite (the default;
+:mod:`journal.store.sqlite`) and PostgreSQL (:mod:`journal.store.postgres`) each write and read
+straight through their driver; any other SQLAlchemy database goes through SQLAlchemy Core
+(:mod:`journal.store.core`).
 """
 
 from __future__ import annotations
 
-import os
+import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import attrgetter
 
-from sqlalchemy import Engine, func, select
-from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy import Engine, case, func, or_, select
 
-from journal.events import Event
-from journal.mapper import GENESIS, Recorded, dump_payload, to_payload
-from journal.store import postgres, sqlite
-from journal.store.chain import ChainBreak, Item, check_continues, seal, utc_now
+from journal.events import Event, OutputChunk, StepFinished
+from journal.mapper import Recorded, dump_payload, from_row, to_payload
+from journal.output import chunk_text
+from journal.store.chain import ChainBreak, Item, utc_now
+from journal.store.core import CoreBackend, EventFilter
 from journal.store.engine import open_engine
+from journal.store.postgres import PostgresBackend
 from journal.store.schema import COLUMNS, StoredRow, events
+from journal.store.sqlite import SqliteBackend
 from journal.store.verify import VerifyReport, verify
 
 __all__ = ["ChainBreak", "EventStore", "Recorded", "StoredRow", "VerifyReport", "utc_now"]
+
+#: Output rows fetched per round trip when a run's chunks are walked (a chunk is at most 256 KiB).
+OUTPUT_FETCH = 8
+
+
+def backend_for(engine: Engine) -> CoreBackend:
+    """The backend of an engine's database: SQLite through pysqlite and PostgreSQL each
+    straight through their driver, anything else through SQLAlchemy Core."""
+    dialect = engine.dialect
+    if dialect.name == "sqlite" and dialect.driver == "pysqlite":
+        return SqliteBackend(engine)
+    if dialect.name == "postgresql":
+        return PostgresBackend(engine)
+    return CoreBackend(engine)
 
 
 class EventStore:
@@ -33,17 +52,11 @@ class EventStore:
     def __init__(self, db: str) -> None:
         self.db = db
         self.engine: Engine = open_engine(db)
-        self.backend = self.engine.dialect.name
-        if self.backend == "sqlite" and self.engine.dialect.driver != "pysqlite":
-            self.backend = "sqlite+" + self.engine.dialect.driver  # through SQLAlchemy
+        self.backend = backend_for(self.engine)
         self._lock = threading.Lock()
-        self._raw: PoolProxiedConnection | None = None
-        self._raw_pid = 0
 
     def close(self) -> None:
-        if self._raw is not None and self._raw_pid == os.getpid():
-            self._raw.close()
-        self._raw = None
+        self.backend.close()
         self.engine.dispose()
 
     def append(self, journal: str, batch: Sequence[Event], ts: str | None = None) -> None:
@@ -72,54 +85,11 @@ class EventStore:
         if not rows:
             return
         with self._lock:
-            if self.backend == "sqlite":
-                sqlite.import_rows(self._writer(), rows)
-            elif self.backend == "postgresql":
-                postgres.import_rows(self._writer(), rows)
-            else:
-                with self.engine.begin() as conn:
-                    last = conn.execute(
-                        select(events.c.seq, events.c.hash).order_by(events.c.seq.desc()).limit(1)
-                    ).first()
-                    check_continues(last.seq if last else 0, last.hash if last else GENESIS, rows)
-                    conn.execute(events.insert(), [r._asdict() for r in rows])
+            self.backend.import_rows(rows)
 
     def _append(self, journal: str, items: list[Item]) -> None:
         with self._lock:
-            if self.backend == "sqlite":
-                sqlite.append(self._writer(), journal, items)
-            elif self.backend == "postgresql":
-                postgres.append(self._writer(), journal, items)
-            else:
-                self._append_any(journal, items)
-
-    def _writer(self):  # type: ignore[no-untyped-def]
-        """The driver's connection this process appends through, opened once and kept."""
-        raw = self._raw
-        if raw is None or self._raw_pid != os.getpid() or self._lost(raw):
-            # Opened through the engine, so it has the engine's settings (SQLite: WAL, the
-            # busy timeout, and pysqlite's implicit transactions turned off).
-            if raw is not None and self._raw_pid == os.getpid():
-                raw.invalidate()
-            self._raw, self._raw_pid = self.engine.raw_connection(), os.getpid()
-        return self._raw.driver_connection
-
-    def _lost(self, raw: PoolProxiedConnection) -> bool:
-        """Whether a kept PostgreSQL connection died (its server restarted, say)."""
-        if self.backend != "postgresql":
-            return False
-        return bool(raw.driver_connection.broken or raw.driver_connection.closed)  # type: ignore[union-attr]
-
-    def _append_any(self, journal: str, items: list[Item]) -> None:
-        with self.engine.connect().execution_options(write=True) as conn:
-            with conn.begin():
-                prev = conn.execute(
-                    select(events.c.hash).order_by(events.c.seq.desc()).limit(1)
-                ).scalar()
-                rows = seal(prev or GENESIS, journal, items)
-                conn.execute(
-                    events.insert(), [dict(zip(COLUMNS[1:], row, strict=True)) for row in rows]
-                )
+            self.backend.append(journal, items)
 
     def read(
         self,
@@ -131,38 +101,14 @@ class EventStore:
         run_id: str | None = None,
     ) -> Iterator[Recorded]:
         """Events in global order, optionally of one journal, run or set of types."""
-        if self.backend == "sqlite":
-            raw = self.engine.raw_connection()
-            try:
-                yield from sqlite.read(
-                    raw.driver_connection, journal, after, types, exclude, run_id
-                )
-            finally:
-                raw.close()
-            return
-        if self.backend == "postgresql":
-            # Straight through psycopg too: a third faster than through SQLAlchemy's rows.
-            sql, params = sqlite.query(journal, after, types, exclude, run_id, mark="%s")
-            raw = self.engine.raw_connection()
-            try:
-                yield from postgres.read(raw.driver_connection, sql, params)
-            finally:
-                raw.close()
-            return
-        query = select(events).where(events.c.seq > after).order_by(events.c.seq)
-        if journal is not None:
-            query = query.where(events.c.journal == journal)
-        if types is not None:
-            query = query.where(events.c.type.in_(list(types)))
-        if exclude is not None:
-            query = query.where(events.c.type.not_in(list(exclude)))
-        if run_id is not None:
-            query = query.where(events.c.run_id == run_id)
-        with self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=2000).execute(query)
-            yield from sqlite.recorded(
-                (r.seq, r.journal, r.ts, r.type, r.version, r.payload, r.hash) for r in result
-            )
+        where = EventFilter(
+            journal,
+            after,
+            None if types is None else tuple(types),
+            None if exclude is None else tuple(exclude),
+            run_id,
+        )
+        return self.backend.read(where)
 
     def rows(
         self, journal: str | None = None, *, after: int = 0, batch: int = 2000
@@ -208,6 +154,91 @@ class EventStore:
             query = query.where(events.c.journal == journal)
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar() or 0)
+
+    def last_seq(self, journal: str) -> int:
+        """The newest sequence number of a journal (0 when it has no event)."""
+        query = select(func.max(events.c.seq)).where(events.c.journal == journal)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    def output_chunks(
+        self, run_id: str, *, after: int = 0, upto: int | None = None
+    ) -> Iterator[tuple[int, OutputChunk]]:
+        """A run's output chunks with their sequence numbers, in stored order (``after`` <
+        seq <= ``upto``), read a few rows at a time."""
+        query = (
+            select(events.c.seq, events.c.type, events.c.version, events.c.payload)
+            .where(
+                events.c.run_id == run_id,
+                events.c.type == OutputChunk.type,
+                events.c.seq > after,
+            )
+            .order_by(events.c.seq)
+        )
+        if upto is not None:
+            query = query.where(events.c.seq <= upto)
+        with self.engine.connect() as conn:
+            for row in conn.execution_options(yield_per=OUTPUT_FETCH).execute(query):
+                event = from_row(row.type, row.version, json.loads(row.payload))
+                assert isinstance(event, OutputChunk)
+                yield row.seq, event
+
+    def last_output_seq(self, run_id: str) -> int:
+        """The sequence number of a run's newest output chunk (0 when it has none)."""
+        query = select(func.max(events.c.seq)).where(
+            events.c.run_id == run_id, events.c.type == OutputChunk.type
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    def run_progress(self, run_id: str, after: int) -> tuple[int, int]:
+        """The newest event of a run after ``after`` (0: none), and its StepFinished (0: none)."""
+        finished = case((events.c.type == StepFinished.type, events.c.seq))
+        query = select(func.max(events.c.seq), func.max(finished)).where(
+            events.c.run_id == run_id, events.c.seq > after
+        )
+        with self.engine.connect() as conn:
+            newest, done = conn.execute(query).one()
+        return int(newest or 0), int(done or 0)
+
+    def runs_with_text(self, journal: str, needle: str) -> set[str]:
+        """The step runs of a journal whose output holds ``needle`` (case-insensitive).
+
+        A LIKE over the stored chunk payloads narrows the candidates; only the chunks it
+        returns are decoded to confirm the match, so one that straddles two chunks is not
+        found (the recorder cuts chunks at line ends, so a match within a line is)."""
+        if not needle:
+            return set()
+        escaped = json.dumps(needle, ensure_ascii=False)[1:-1]  # as it is stored in the payload
+        for special in ("!", "%", "_"):
+            escaped = escaped.replace(special, "!" + special)
+        payload = events.c.payload
+        text_match = self.backend.like_any_case(payload, f"%{escaped}%")
+        # A payload also holds the chunk's other fields (stream, host, run), and a base64 chunk
+        # holds no text a LIKE can see: each candidate run is confirmed on its decoded chunks,
+        # stopping at the first that holds the needle.
+        candidate = or_(text_match, payload.like('%"encoding":"base64"%'))
+        chunks = events.c.type == OutputChunk.type
+        runs = (
+            select(events.c.run_id).distinct().where(events.c.journal == journal, chunks, candidate)
+        )
+        wanted = needle.casefold()
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for run_id in list(conn.execute(runs).scalars()):
+                rows = conn.execution_options(yield_per=16).execute(
+                    select(events.c.type, events.c.version, events.c.payload)
+                    .where(events.c.run_id == run_id, chunks, candidate)
+                    .order_by(events.c.seq)
+                )
+                for row in rows:
+                    chunk = from_row(row.type, row.version, json.loads(row.payload))
+                    assert isinstance(chunk, OutputChunk)
+                    if wanted in chunk_text(chunk).casefold():
+                        found.add(run_id)
+                        break
+                rows.close()
+        return found
 
     def verify(self) -> VerifyReport:
         """Recompute the hash chain over every row and check the schema and its triggers."""

@@ -1,4 +1,5 @@
-"""PostgreSQL's writer, straight through psycopg 3, and the checks `journal verify` adds there.
+"""PostgreSQL's backend: its writer and reader straight through psycopg 3, and the checks
+`journal verify` adds there.
 
 Appends are serialised by the one row of ``events_head`` (revision 0002): each append locks it
 (``SELECT ... FOR UPDATE``), which also reads the newest sequence number and hash, seals its
@@ -17,8 +18,8 @@ from typing import Any
 from journal.errors import BadInput
 from journal.mapper import Recorded
 from journal.store.chain import Item, check_continues, seal
+from journal.store.core import Driver, DriverBackend, recorded
 from journal.store.schema import COLUMNS, StoredRow
-from journal.store.sqlite import recorded
 
 _HEAD = "SELECT seq, hash FROM events_head FOR UPDATE"
 _MOVE = "UPDATE events_head SET seq = %s, hash = %s"
@@ -96,13 +97,23 @@ def import_rows(conn: Any, rows: Sequence[StoredRow]) -> None:
 
 
 def read(conn: Any, sql: str, params: list[object]) -> Iterator[Recorded]:
-    """Events of a `journal.store.sqlite.query` (``%s`` marks), through a server-side cursor
-    so that a journal of any size is read a few thousand rows at a time."""
+    """The events of an :meth:`EventFilter.sql <journal.store.core.EventFilter.sql>` query
+    (``%s`` marks), through a server-side cursor so that a journal of any size is read a few
+    thousand rows at a time."""
     with conn.cursor(name="journal_read") as cur:
         cur.itersize = 2000
         cur.execute(sql, params)
         while rows := cur.fetchmany(2000):
             yield from recorded(rows)
+
+
+class PostgresBackend(DriverBackend):
+    """PostgreSQL through psycopg 3 (its kept connection opened again if the server dropped it;
+    a third faster to read than through SQLAlchemy's rows)."""
+
+    driver = Driver(
+        append, import_rows, read, mark="%s", lost=lambda conn: bool(conn.broken or conn.closed)
+    )
 
 
 def trigger_problems(conn: Any) -> list[str]:

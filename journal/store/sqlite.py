@@ -1,4 +1,4 @@
-"""SQLite's writer and reader, straight through the sqlite3 module.
+"""SQLite's backend: its writer and reader straight through the sqlite3 module.
 
 SQLAlchemy's per-statement overhead was most of the cost of a one-event append (3,000/s
 through it, 16,000/s without) and its per-row work most of the time of reading 100,000 events.
@@ -8,13 +8,15 @@ chain onto the same row; the sequence comes from AUTOINCREMENT, under that lock.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
-from journal.mapper import GENESIS, Recorded, from_row
+from sqlalchemy import ColumnElement
+
+from journal.mapper import GENESIS, Recorded
 from journal.store.chain import Item, check_continues, seal
+from journal.store.core import Driver, DriverBackend, recorded
 from journal.store.schema import COLUMNS, StoredRow
 
 _T = TypeVar("_T")
@@ -60,48 +62,19 @@ def import_rows(conn: sqlite3.Connection, rows: Sequence[StoredRow]) -> None:
     _immediately(conn, work)
 
 
-def query(
-    journal: str | None,
-    after: int,
-    types: Iterable[str] | None,
-    exclude: Iterable[str] | None,
-    run_id: str | None,
-    mark: str = "?",
-) -> tuple[str, list[object]]:
-    """The SQL of `read` and its parameters (``mark`` is the driver's placeholder)."""
-    sql = f"SELECT seq, journal, ts, type, version, payload, hash FROM events WHERE seq > {mark}"
-    params: list[object] = [after]
-    if journal is not None:
-        sql += f" AND journal = {mark}"
-        params.append(journal)
-    for column, values, op in (("type", types, "IN"), ("type", exclude, "NOT IN")):
-        if values is not None:
-            values = list(values)
-            if not values and op == "NOT IN":
-                continue  # excluding nothing ("NOT IN (NULL)" would exclude everything)
-            sql += f" AND {column} {op} ({', '.join([mark] * len(values)) or 'NULL'})"
-            params.extend(values)
-    if run_id is not None:
-        sql += f" AND run_id = {mark}"
-        params.append(run_id)
-    return sql + " ORDER BY seq", params
-
-
-def recorded(rows: Iterable[tuple]) -> Iterator[Recorded]:
-    """Rows of `query` as events, upcast to their current version."""
-    for seq, name, ts, type_, version, payload, digest in rows:
-        yield Recorded(seq, name, ts, from_row(type_, version, json.loads(payload)), digest)
-
-
-def read(
-    conn: sqlite3.Connection,
-    journal: str | None,
-    after: int,
-    types: Iterable[str] | None,
-    exclude: Iterable[str] | None,
-    run_id: str | None,
-) -> Iterator[Recorded]:
-    """Events in global order after ``after``, optionally of one journal, run or set of types."""
-    cursor = conn.execute(*query(journal, after, types, exclude, run_id))
+def read(conn: sqlite3.Connection, sql: str, params: list[object]) -> Iterator[Recorded]:
+    """The events of an :meth:`EventFilter.sql <journal.store.core.EventFilter.sql>` query
+    (``?`` marks), a few thousand rows at a time."""
+    cursor = conn.execute(sql, params)
     while rows := cursor.fetchmany(2000):
         yield from recorded(rows)
+
+
+class SqliteBackend(DriverBackend):
+    """SQLite through pysqlite (the sqlite3 module)."""
+
+    driver = Driver(append, import_rows, read)
+
+    def like_any_case(self, column: ColumnElement[str], pattern: str) -> ColumnElement[bool]:
+        # SQLite's LIKE already ignores ASCII case (ILIKE would lower() every payload first).
+        return column.like(pattern, escape="!")

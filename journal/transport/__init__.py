@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from journal.runbook import Host
-from journal.transport.base import ConnectFailed, Outcome, OutputSink
+from journal.transport.base import AcceptedKey, ConnectFailed, Outcome, OutputSink, Transport
 from journal.transport.local import LocalTransport
-from journal.transport.ssh import AcceptedKey, SshTransport
+from journal.transport.ssh import SshTransport
 
 __all__ = [
     "AcceptedKey",
@@ -14,13 +14,12 @@ __all__ = [
     "Outcome",
     "OutputSink",
     "SshTransport",
+    "Transport",
     "transport_for",
 ]
 
 
-def transport_for(
-    host: Host, *, accept_new_host_key: bool = False
-) -> LocalTransport | SshTransport:
+def transport_for(host: Host, *, accept_new_host_key: bool = False) -> Transport:
     """The transport for a runbook host (not yet connected)."""
     if host.is_local:
         return LocalTransport()

@@ -1,10 +1,14 @@
-"""What every transport gives back: streamed output and a plain outcome."""
+"""What every transport is and gives back: the :class:`Transport` interface, streamed output,
+a plain outcome, and the stopping of a command (SIGINT, then SIGTERM, then SIGKILL)."""
 
 from __future__ import annotations
 
 import shlex
 import signal
-from collections.abc import Mapping
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +44,103 @@ class Outcome:
 
 class ConnectFailed(Exception):
     """The host could not be reached or refused us; the message says why."""
+
+
+@dataclass(frozen=True)
+class AcceptedKey:
+    """A host key accepted on first contact, to be recorded as ``HostKeyAccepted``."""
+
+    target: str
+    key_type: str
+    fingerprint: str
+    known_hosts: str
+
+
+class Transport(ABC):
+    """Runs commands on one host and streams their output: this machine, or one over SSH."""
+
+    def __init__(self) -> None:
+        #: The host keys accepted on first contact while connecting, for the journal to record.
+        self.accepted: list[AcceptedKey] = []
+
+    @property
+    @abstractmethod
+    def target(self) -> str:
+        """Where commands run, as recorded: ``local``, or ``user@host:port``."""
+
+    @abstractmethod
+    def connect(self) -> None:
+        """Open the way to the host; ConnectFailed, saying why, when it cannot be."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close what :meth:`connect` opened."""
+
+    def run(
+        self,
+        command: str,
+        env: Mapping[str, str],
+        cwd: str | None,
+        timeout: float | None,
+        sink: OutputSink,
+        cancel: threading.Event,
+        *,
+        run_id: str = "step",
+    ) -> Outcome:
+        """Run ``command`` (with ``env``, in ``cwd``) feeding its output to ``sink``; stop it
+        when ``cancel`` is set or after ``timeout`` seconds; how it ended."""
+        stopper = Stopper(cancel, timeout)
+        return self._stream(shell_script(command, env, cwd), sink, stopper, run_id)
+
+    @abstractmethod
+    def _stream(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
+        """Run the shell ``script`` feeding ``sink``, letting ``stopper`` check as it polls."""
+
+
+#: The signals a command is stopped with, in turn, each ``INTERRUPT_GRACE_S`` after the last.
+STOP_SIGNALS = ("INT", "TERM", "KILL")
+
+
+class Stopper:
+    """Stops a command cancelled (Ctrl-C) or past its timeout, escalating SIGINT -> SIGTERM ->
+    SIGKILL, and judges how it ended."""
+
+    def __init__(self, cancel: threading.Event, timeout: float | None) -> None:
+        self.cancel = cancel
+        self.timeout = timeout
+        self.start = time.monotonic()
+        self.since: float | None = None
+        self.timed_out = False
+        self._sent = 0
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the command was told to stop."""
+        return self.since is not None
+
+    def check(self, now: float, send: Callable[[str], None]) -> None:
+        """Send the signal due at ``now`` with ``send(name)`` (``INT``, ``TERM``, ``KILL``) to
+        the command's process group; a transport's loop calls this as it polls."""
+        if self.since is None:
+            if self.cancel.is_set() or (
+                self.timeout is not None and now - self.start > self.timeout
+            ):
+                self.timed_out = not self.cancel.is_set()
+                self.since = now
+                send(STOP_SIGNALS[0])
+        elif self._sent < 2 and now - self.since > INTERRUPT_GRACE_S * (self._sent + 1):
+            self._sent += 1
+            send(STOP_SIGNALS[self._sent])
+
+    def outcome(self, code: int | None, duration: float) -> Outcome:
+        """The outcome of the command that ended with ``code``, told whether it was stopped."""
+        return outcome_for_exit(
+            code,
+            duration,
+            cancelled=self.stopped and not self.timed_out,
+            timed_out=self.timed_out,
+            timeout=self.timeout,
+        )
 
 
 def signal_name(number: int) -> str | None:

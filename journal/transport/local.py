@@ -11,18 +11,15 @@ import os
 import selectors
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Mapping
 
 from journal.transport.base import (
-    INTERRUPT_GRACE_S,
     POLL_S,
     READ_SIZE,
     Outcome,
     OutputSink,
-    outcome_for_exit,
-    shell_script,
+    Stopper,
+    Transport,
 )
 
 #: How long output is still read after the shell exited while a child keeps the pipes open.
@@ -31,7 +28,7 @@ DRAIN_S = 1.0
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 
 
-class LocalTransport:
+class LocalTransport(Transport):
     """The ``local`` host."""
 
     target = "local"
@@ -42,19 +39,7 @@ class LocalTransport:
     def close(self) -> None:
         """Nothing to close."""
 
-    def run(
-        self,
-        command: str,
-        env: Mapping[str, str],
-        cwd: str | None,
-        timeout: float | None,
-        sink: OutputSink,
-        cancel: threading.Event,
-        *,
-        run_id: str = "step",
-    ) -> Outcome:
-        start = time.monotonic()
-        script = shell_script(command, env, cwd)
+    def _stream(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
         proc = subprocess.Popen(
             [SHELL, "-c", script],
             stdin=subprocess.DEVNULL,
@@ -67,9 +52,10 @@ class LocalTransport:
         selector.register(proc.stdout, selectors.EVENT_READ, "stdout")
         selector.register(proc.stderr, selectors.EVENT_READ, "stderr")
         open_streams = 2
-        stopping_since: float | None = None
-        timed_out = False
-        escalated = 0
+
+        def send(name: str) -> None:
+            _signal_group(proc.pid, signal.Signals[f"SIG{name}"])
+
         exited_at: float | None = None
         while open_streams:
             for key, _ in selector.select(POLL_S):
@@ -85,28 +71,16 @@ class LocalTransport:
                 exited_at = now
             elif exited_at is not None and now - exited_at > DRAIN_S:
                 break  # a background child still holds the pipes open; the step itself is done
-            if stopping_since is None:
-                if cancel.is_set() or (timeout is not None and now - start > timeout):
-                    timed_out = not cancel.is_set()
-                    stopping_since = now
-                    _signal_group(proc.pid, signal.SIGINT)
-            elif escalated < 2 and now - stopping_since > INTERRUPT_GRACE_S * (escalated + 1):
-                escalated += 1
-                _signal_group(proc.pid, signal.SIGTERM if escalated == 1 else signal.SIGKILL)
+            stopper.check(now, send)
         selector.close()
         code = proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-        return outcome_for_exit(
-            code,
-            time.monotonic() - start,
-            cancelled=stopping_since is not None and not timed_out,
-            timed_out=timed_out,
-            timeout=timeout,
-        )
+        return stopper.outcome(code, time.monotonic() - stopper.start)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to a process group that may be gone already."""
     try:
         os.killpg(pgid, sig)
     except ProcessLookupError:

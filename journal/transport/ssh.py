@@ -12,37 +12,26 @@ from __future__ import annotations
 import os
 import select
 import shlex
-import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import paramiko
 from fabric import Config, Connection
 
 from journal.transport.base import (
-    INTERRUPT_GRACE_S,
     POLL_S,
     READ_SIZE,
+    AcceptedKey,
     ConnectFailed,
     Outcome,
     OutputSink,
-    outcome_for_exit,
-    shell_script,
+    Stopper,
+    Transport,
 )
 
+__all__ = ["AcceptedKey", "SshTransport", "fingerprint"]
+
 CONNECT_TIMEOUT_S = 20
-
-
-@dataclass(frozen=True)
-class AcceptedKey:
-    """A host key accepted on first contact, to be recorded as ``HostKeyAccepted``."""
-
-    target: str
-    key_type: str
-    fingerprint: str
-    known_hosts: str
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -77,14 +66,14 @@ class _AcceptNew(paramiko.MissingHostKeyPolicy):
         self.accepted.append(AcceptedKey(hostname, key.get_name(), fingerprint(key), str(path)))
 
 
-class SshTransport:
+class SshTransport(Transport):
     """One SSH host of the runbook: ``user@host[:port]`` or an alias from ``~/.ssh/config``."""
 
     def __init__(
         self, user: str | None, host: str, port: int | None, *, accept_new_host_key: bool = False
     ) -> None:
+        super().__init__()
         self.accept_new_host_key = accept_new_host_key
-        self.accepted: list[AcceptedKey] = []
         config = Config()
         if os.environ.get("JOURNAL_SSH_CONFIG"):
             config = Config(runtime_ssh_path=os.environ["JOURNAL_SSH_CONFIG"])
@@ -145,33 +134,19 @@ class SshTransport:
         except (paramiko.SSHException, OSError, EOFError):
             pass  # the connection is gone; nothing more can be sent
 
-    def run(
-        self,
-        command: str,
-        env: Mapping[str, str],
-        cwd: str | None,
-        timeout: float | None,
-        sink: OutputSink,
-        cancel: threading.Event,
-        *,
-        run_id: str = "step",
-    ) -> Outcome:
-        start = time.monotonic()
+    def _stream(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
         pidfile = shlex.quote(f"/tmp/journal-{run_id}.pid")
         # sshd makes the login shell a session leader, so its pid ($$) is the process group of
         # everything the step starts: that is what Ctrl-C and timeouts signal.
-        script = (
-            f"printf '%s' $$ > {pidfile}\n(\n{shell_script(command, env, cwd)}\n)\n"
-            f"rc=$?\nrm -f {pidfile}\nexit $rc"
-        )
+        wrapped = f"printf '%s' $$ > {pidfile}\n(\n{script}\n)\nrc=$?\nrm -f {pidfile}\nexit $rc"
         transport = self.conn.transport
         chan = self.conn.create_session()
-        chan.exec_command(script)
+        chan.exec_command(wrapped)
         fd = chan.fileno()
-        stopping_since: float | None = None
-        timed_out = False
-        escalated = 0
-        signals = ("INT", "TERM", "KILL")
+
+        def send(name: str) -> None:
+            self._signal_remote(pidfile, name)
+
         while True:
             while chan.recv_ready():
                 sink.feed("stdout", chan.recv(READ_SIZE))
@@ -184,21 +159,12 @@ class SshTransport:
                 continue
             if not transport.is_active():
                 break
-            now = time.monotonic()
-            if stopping_since is None:
-                if cancel.is_set() or (timeout is not None and now - start > timeout):
-                    timed_out = not cancel.is_set()
-                    stopping_since = now
-                    self._signal_remote(pidfile, signals[0])
-            elif escalated < 2 and now - stopping_since > INTERRUPT_GRACE_S * (escalated + 1):
-                escalated += 1
-                self._signal_remote(pidfile, signals[escalated])
+            stopper.check(time.monotonic(), send)
             select.select([fd], [], [], POLL_S)
-        duration = time.monotonic() - start
+        duration = time.monotonic() - stopper.start
         status = chan.exit_status if chan.status_event.is_set() else -1
         chan.close()
-        stopped = stopping_since is not None
-        if stopped and transport.is_active():
+        if stopper.stopped and transport.is_active():
             self._run_quietly(f"rm -f {pidfile}")  # the killed wrapper could not remove it
         if status == -1 and not transport.is_active():
             return Outcome(
@@ -209,25 +175,9 @@ class SshTransport:
                 f"the connection to {self.target} was lost after {duration:.1f} s; "
                 "the command may still be running there",
             )
-        if status == -1:
+        if status == -1 and not stopper.stopped:
             # sshd sent exit-signal (which paramiko does not parse): the shell itself was killed
-            return (
-                outcome_for_exit(
-                    None,
-                    duration,
-                    cancelled=stopped and not timed_out,
-                    timed_out=timed_out,
-                    timeout=timeout,
-                )
-                if stopped
-                else Outcome(
-                    "failed", None, duration, None, "the remote shell was killed by a signal"
-                )
+            return Outcome(
+                "failed", None, duration, None, "the remote shell was killed by a signal"
             )
-        return outcome_for_exit(
-            status,
-            duration,
-            cancelled=stopped and not timed_out,
-            timed_out=timed_out,
-            timeout=timeout,
-        )
+        return stopper.outcome(None if status == -1 else status, duration)

@@ -12,25 +12,18 @@ chunks that hold its lines.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ansi2html import Ansi2HTMLConverter
 from markupsafe import Markup, escape
-from sqlalchemy import func, select
 
 from journal.events import OutputChunk
-from journal.mapper import from_row
-from journal.recorder import decode
+from journal.output import chunk_text
 from journal.store import EventStore
-from journal.store.schema import events
-
-#: Rows fetched per round trip when walking a run's chunks (a chunk is at most 256 KiB).
-FETCH = 8
 
 
 @dataclass(frozen=True)
@@ -87,31 +80,6 @@ class OutputLine:
         return list(dict.fromkeys(stream for stream, _ in self.pieces))
 
 
-def _chunks(
-    store: EventStore, run_id: str, after: int = 0, upto: int | None = None
-) -> Iterator[tuple[int, OutputChunk]]:
-    """The run's chunks in stored order (``after`` < seq <= ``upto``), a few rows at a time."""
-    query = (
-        select(events.c.seq, events.c.type, events.c.version, events.c.payload)
-        .where(events.c.run_id == run_id, events.c.type == OutputChunk.type, events.c.seq > after)
-        .order_by(events.c.seq)
-    )
-    if upto is not None:
-        query = query.where(events.c.seq <= upto)
-    with store.engine.connect() as conn:
-        for row in conn.execution_options(yield_per=FETCH).execute(query):
-            event = from_row(row.type, row.version, json.loads(row.payload))
-            assert isinstance(event, OutputChunk)
-            yield row.seq, event
-
-
-def text_of(chunk: OutputChunk) -> str:
-    """A chunk's text as the detectors read it (bytes that are not UTF-8 replaced)."""
-    if chunk.encoding == "utf-8":
-        return chunk.data
-    return decode(chunk).decode("utf-8", "replace")
-
-
 class SpanCache:
     """The chunk layout of recently viewed runs, dropped when a run gains a chunk."""
 
@@ -121,7 +89,7 @@ class SpanCache:
         self._lock = threading.Lock()
 
     def get(self, store: EventStore, run_id: str) -> OutputSpans:
-        last = _last_chunk_seq(store, run_id)
+        last = store.last_output_seq(run_id)
         with self._lock:
             cached = self._cache.get(run_id)
             if cached is not None and cached.last_seq == last:
@@ -135,20 +103,12 @@ class SpanCache:
         return found
 
 
-def _last_chunk_seq(store: EventStore, run_id: str) -> int:
-    query = select(func.max(events.c.seq)).where(
-        events.c.run_id == run_id, events.c.type == OutputChunk.type
-    )
-    with store.engine.connect() as conn:
-        return int(conn.execute(query).scalar() or 0)
-
-
 def spans(store: EventStore, run_id: str, known: OutputSpans | None = None) -> OutputSpans:
     """Walk the run's chunks (those after ``known``, which is extended) and lay them out."""
     layout = OutputSpans(list(known.chunks), known.ends_with_newline) if known else OutputSpans()
     line = layout.chunks[-1].last_line if layout.chunks else 1
-    for seq, chunk in _chunks(store, run_id, after=layout.last_seq):
-        text = text_of(chunk)
+    for seq, chunk in store.output_chunks(run_id, after=layout.last_seq):
+        text = chunk_text(chunk)
         newlines = text.count("\n")
         layout.chunks.append(ChunkSpan(seq, chunk.stream, line, newlines))
         line += newlines
@@ -164,7 +124,7 @@ def read_lines(
     wanted = [c for c in layout.chunks if c.first_line <= last and c.last_line >= first]
     if not wanted:
         return []
-    chunks = _chunks(store, run_id, after=wanted[0].seq - 1, upto=wanted[-1].seq)
+    chunks = store.output_chunks(run_id, after=wanted[0].seq - 1, upto=wanted[-1].seq)
     return [line for line in assemble(chunks, wanted[0].first_line) if first <= line.number <= last]
 
 
@@ -180,7 +140,7 @@ def lines_after(
     start = fresh[0].first_line
     earlier = [c for c in layout.chunks if c.seq <= after and c.last_line >= start]
     begin = earlier[0] if earlier else fresh[0]
-    lines = assemble(_chunks(store, run_id, after=begin.seq - 1), begin.first_line)
+    lines = assemble(store.output_chunks(run_id, after=begin.seq - 1), begin.first_line)
     lines = [line for line in lines if line.number >= start]
     if lines and lines[0].pieces and lines[0].first_seq <= after:
         lines[0].continued = True
@@ -192,7 +152,7 @@ def assemble(chunks: Iterable[tuple[int, OutputChunk]], first_line: int) -> list
     lines: list[OutputLine] = []
     current = OutputLine(first_line)
     for seq, chunk in chunks:
-        parts = text_of(chunk).split("\n")
+        parts = chunk_text(chunk).split("\n")
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
             if part:

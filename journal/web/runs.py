@@ -14,13 +14,10 @@ import time
 from typing import Any
 
 from flask import Blueprint, Response, abort, current_app, render_template, request
-from sqlalchemy import case, func, select
 
-from journal.events import StepFinished
 from journal.pitfalls.base import Finding
 from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView, recorder_alive
-from journal.store.schema import events
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
 from journal.web.sse import after_seq, event_stream, message
 from journal.web.state import JournalState, journal_or_404, store
@@ -176,13 +173,7 @@ def live(journal: str, run_id: str) -> Response:
 
 def _progress(run_id: str, after: int) -> tuple[int, int]:
     """The newest event of a run after ``after`` (0: none), and its StepFinished (0: none)."""
-    finished = case((events.c.type == StepFinished.type, events.c.seq))
-    query = select(func.max(events.c.seq), func.max(finished)).where(
-        events.c.run_id == run_id, events.c.seq > after
-    )
-    with store().engine.connect() as conn:
-        newest, done = conn.execute(query).one()
-    return int(newest or 0), int(done or 0)
+    return store().run_progress(run_id, after)
 
 
 def _done(journal: str, run_id: str, sent: int) -> str:

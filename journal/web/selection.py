@@ -1,10 +1,9 @@
 """Which timeline items a request asks for (host, kind, status, severity, text), and how
 they line up when hosts are shown side by side.
 
-The text search reads the output in the database, not in Python: a LIKE over the stored
-chunk payloads narrows the candidates (SQLite compares ASCII case-insensitively), and only the
-chunks it returns are decoded to confirm the match. A match that straddles two chunks is not
-found; the recorder cuts chunks at line ends, so a search within a line is.
+The text search in the output is the store's (:meth:`journal.store.EventStore.runs_with_text`):
+a LIKE over the stored chunk payloads narrows the candidates in the database, and only the
+chunks it returns are decoded to confirm the match.
 """
 
 from __future__ import annotations
@@ -13,10 +12,6 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from sqlalchemy import or_, select
-
-from journal.events import OutputChunk
-from journal.mapper import from_row
 from journal.projections.timeline import (
     HostKeyView,
     MetricView,
@@ -26,8 +21,6 @@ from journal.projections.timeline import (
     TimelineItem,
 )
 from journal.store import EventStore
-from journal.store.schema import events
-from journal.web.output import text_of
 from journal.web.state import JournalState
 
 KINDS = ("step", "probe", "note", "metric", "host-key")
@@ -106,39 +99,7 @@ def status_of(item: TimelineItem) -> str | None:
 
 def runs_matching(store: EventStore, journal: str, needle: str) -> set[str]:
     """The step runs of a journal whose output holds ``needle`` (case-insensitive)."""
-    if not needle:
-        return set()
-    escaped = json.dumps(needle, ensure_ascii=False)[1:-1]  # as it is stored in the payload
-    for special in ("!", "%", "_"):
-        escaped = escaped.replace(special, "!" + special)
-    payload = events.c.payload
-    if store.engine.dialect.name == "sqlite":
-        text_match = payload.like(f"%{escaped}%", escape="!")
-    else:
-        text_match = payload.ilike(f"%{escaped}%", escape="!")
-    # A payload also holds the chunk's other fields (stream, host, run), and a base64 chunk
-    # holds no text a LIKE can see: each candidate run is confirmed on its decoded chunks,
-    # stopping at the first that holds the needle.
-    candidate = or_(text_match, payload.like('%"encoding":"base64"%'))
-    chunks = events.c.type == OutputChunk.type
-    runs = select(events.c.run_id).distinct().where(events.c.journal == journal, chunks, candidate)
-    wanted = needle.casefold()
-    found: set[str] = set()
-    with store.engine.connect() as conn:
-        for run_id in list(conn.execute(runs).scalars()):
-            rows = conn.execution_options(yield_per=16).execute(
-                select(events.c.type, events.c.version, events.c.payload)
-                .where(events.c.run_id == run_id, chunks, candidate)
-                .order_by(events.c.seq)
-            )
-            for row in rows:
-                chunk = from_row(row.type, row.version, json.loads(row.payload))
-                assert isinstance(chunk, OutputChunk)
-                if wanted in text_of(chunk).casefold():
-                    found.add(run_id)
-                    break
-            rows.close()
-    return found
+    return store.runs_with_text(journal, needle)
 
 
 def select_items(

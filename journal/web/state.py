@@ -16,7 +16,6 @@ from contextlib import closing
 from dataclasses import dataclass, field
 
 from flask import Flask, abort, current_app
-from sqlalchemy import func, select
 
 from journal.mapper import Recorded
 from journal.pitfalls import counts
@@ -26,7 +25,6 @@ from journal.projections.packages import PackageDiff
 from journal.projections.timeline import StepRunView, Timeline
 from journal.service.findings import judged
 from journal.store import EventStore
-from journal.store.schema import events
 from journal.web.fold import DiffCache, JournalFold, subject_of
 
 
@@ -114,9 +112,7 @@ class JournalStates:
 
     def last_seq(self, journal: str) -> int:
         """The newest sequence number of a journal (0 when it has no event)."""
-        query = select(func.max(events.c.seq)).where(events.c.journal == journal)
-        with self.store.engine.connect() as conn:
-            return int(conn.execute(query).scalar() or 0)
+        return self.store.last_seq(journal)
 
     def _current(self, journal: str, last: int) -> JournalState | None:
         """The cached state while it still holds: no new event, no recorder started or

@@ -1,0 +1,193 @@
+"""Running the plan: the runbook's steps in order, stopping at the first failure, resuming after
+the steps already done, on all their hosts at once or rolled out over the fleet batch by batch.
+
+With a rolling schedule of N each batch of N hosts runs the whole plan (step by step, each step
+on the batch's hosts at once, resuming after what is done) before the next batch starts, and a
+batch whose plan fails stops the roll there, so the hosts of the later batches are never
+touched. A parallel schedule of N keeps at most N hosts at work in each step. How it goes is
+told to a :class:`PlanReporter` (the terminal's prints it); nothing here prints.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from journal.errors import BadInput
+from journal.pitfalls.base import Finding
+from journal.projections.timeline import project, settle
+from journal.runbook import Host, Runbook, Step
+from journal.service.findings import findings_for_runs
+from journal.service.fleet import FleetRun, Schedule
+from journal.service.steps import Echo, StepRun, exit_status, new_run_id, run_step_fleet
+from journal.store import EventStore
+
+
+class PlanReporter(Protocol):
+    """Hears how a plan run goes, step by step and batch by batch."""
+
+    def echo_for(self, count: int) -> Echo:
+        """What shows a step's output and its fleet's progress on ``count`` hosts."""
+        ...
+
+    def batch_started(self, number: int, total: int, size: int, hosts: list[str]) -> None:
+        """Batch ``number`` of ``total`` (of at most ``size`` hosts) begins the plan."""
+        ...
+
+    def batch_failed(self, number: int, hosts: list[str], untouched: list[str]) -> None:
+        """The plan failed on batch ``number``: the roll stops, ``untouched`` never ran."""
+        ...
+
+    def rolled_out(self, hosts: int, batches: int, size: int) -> None:
+        """Every batch ran the whole plan: every step succeeded on every host."""
+        ...
+
+    def step_skipped(self, step: str, hosts: list[str], finished: str | None) -> None:
+        """A step already succeeded on all its hosts (the last at ``finished``): not run again."""
+        ...
+
+    def nothing_left(self, batch: list[str] | None, upto: str, plan_steps: int | None) -> None:
+        """Every step up to ``upto`` has succeeded already (on ``batch`` when rolling);
+        ``plan_steps`` is the plan's length when ``upto`` ends it, else None."""
+        ...
+
+    def step_started(self, step: str, hosts: list[str]) -> None:
+        """A step begins on its hosts."""
+        ...
+
+    def step_verdict(self, run: FleetRun[StepRun], echo: Echo, findings: list[Finding]) -> None:
+        """A step ended on its hosts (shown through ``echo``), with the findings about it."""
+        ...
+
+    def plan_stopped(self, step: str) -> None:
+        """The plan stopped at ``step``, which failed somewhere (or was interrupted)."""
+        ...
+
+
+def run_plan(
+    store: EventStore,
+    runbook: Runbook,
+    reporter: PlanReporter,
+    *,
+    from_step: str | None = None,
+    to_step: str | None = None,
+    chosen: list[str] | None = None,
+    groups: list[str] | None = None,
+    all_hosts: bool = False,
+    accept_new_host_key: bool = False,
+    schedule: Schedule | None = None,
+) -> int:
+    """Run the plan; without ``from_step``, resume after the steps already done everywhere.
+    The exit status: 0, or the first failure's (as :func:`exit_status`; 130 when interrupted)."""
+    plan = runbook.plan
+    if not plan:
+        raise BadInput(f"{runbook.path}: the runbook has no [[steps]]; there is no plan to run")
+    first = plan.index(runbook.step(from_step).name) if from_step else 0
+    last = plan.index(runbook.step(to_step).name) if to_step else len(plan) - 1
+    if last < first:
+        raise BadInput(
+            f"the last step asked for, {to_step}, comes before the first, {from_step}, in the plan"
+        )
+    schedule = schedule or Schedule()
+    steps = runbook.steps[first : last + 1]
+    hosts_of: dict[str, list[Host]] = {
+        s.name: runbook.hosts_for(s, chosen or [], all_hosts, groups) for s in steps
+    }
+    roll = PlanRoll(
+        store, runbook, reporter, steps, hosts_of, from_step is not None, accept_new_host_key
+    )
+    if not schedule.rolling:
+        return roll.run(None, Schedule(parallel=schedule.parallel))
+
+    fleet = list({h.name: h for s in steps for h in hosts_of[s.name]})
+    size = schedule.rolling
+    batches = [fleet[i : i + size] for i in range(0, len(fleet), size)]
+    for number, batch in enumerate(batches, 1):
+        reporter.batch_started(number, len(batches), size, batch)
+        code = roll.run(set(batch), Schedule())
+        if code:
+            reporter.batch_failed(number, batch, [h for later in batches[number:] for h in later])
+            return code
+    reporter.rolled_out(len(fleet), len(batches), size)
+    return 0
+
+
+class PlanRoll:
+    """The plan's steps, run on all their hosts or on one batch of them."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        runbook: Runbook,
+        reporter: PlanReporter,
+        steps: list[Step],
+        hosts_of: dict[str, list[Host]],
+        from_given: bool,
+        accept_new_host_key: bool,
+    ) -> None:
+        self.store = store
+        self.runbook = runbook
+        self.reporter = reporter
+        self.steps = steps
+        self.hosts_of = hosts_of
+        self.from_given = from_given
+        self.accept_new_host_key = accept_new_host_key
+        self.plan_run = new_run_id()
+
+    def hosts(self, step: Step, batch: set[str] | None) -> list[Host]:
+        """The hosts ``step`` runs on (those of ``batch`` only, when given)."""
+        return [h for h in self.hosts_of[step.name] if batch is None or h.name in batch]
+
+    def run(self, batch: set[str] | None, schedule: Schedule) -> int:
+        """Run the steps on their hosts (those of ``batch`` only, when given), resuming after
+        the steps already done unless a first step was named; the exit status."""
+        steps = [s for s in self.steps if self.hosts(s, batch)]
+        if not self.from_given:
+            steps = self._resume(steps, batch)
+            if steps is None:
+                return 0
+        reporter = self.reporter
+        for step in steps:
+            hosts = self.hosts(step, batch)
+            reporter.step_started(step.name, [h.name for h in hosts])
+            echo = reporter.echo_for(len(hosts))
+            fleet = run_step_fleet(
+                self.store,
+                self.runbook,
+                step,
+                hosts,
+                echo,
+                accept_new_host_key=self.accept_new_host_key,
+                plan_run=self.plan_run,
+                schedule=schedule,
+            )
+            runs = fleet.results
+            found = findings_for_runs(self.store, self.runbook.name, [r.run_id for r in runs])
+            reporter.step_verdict(fleet, echo, found)
+            code = exit_status(runs) if fleet.complete else 130
+            if code:
+                reporter.plan_stopped(step.name)
+                return code
+        return 0
+
+    def _resume(self, steps: list[Step], batch: set[str] | None) -> list[Step] | None:
+        """The steps left after those already succeeded on all their hosts; None (and say
+        so) when none is left."""
+        store, runbook = self.store, self.runbook
+        timeline = settle(project(runbook.name, store.read(runbook.name, exclude=["OutputChunk"])))
+        latest = {(r.host, r.step): r for r in timeline.step_runs()}
+        skipped = 0
+        for step in steps:
+            hosts = self.hosts(step, batch)
+            runs = [latest.get((h.name, step.name)) for h in hosts]
+            done = [r for r in runs if r is not None and r.status == "succeeded"]
+            if len(done) < len(runs):
+                break
+            finished = max((r.finished for r in done), key=lambda at: at or "")
+            self.reporter.step_skipped(step.name, [h.name for h in hosts], finished)
+            skipped += 1
+        if skipped < len(steps):
+            return steps[skipped:]
+        upto = self.steps[-1].name
+        whole = len(runbook.plan) if upto == runbook.plan[-1] else None
+        self.reporter.nothing_left(sorted(batch) if batch is not None else None, upto, whole)
+        return None
