@@ -236,9 +236,14 @@ def verify(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def rebuild(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.pitfalls.ledger import Ledger
+    from journal.store.cache import ProjectionCache
+
     ctx.require_db()
     started = time.perf_counter()
     total = 0
+    # The stored projections are a cache: dropped, then folded again from the events.
+    ProjectionCache(ctx.store.engine).drop()
     for journal in ctx.store.journals():
         timeline = _timeline(ctx, journal)
         total += timeline.events
@@ -246,7 +251,12 @@ def rebuild(ctx: Context, args: argparse.Namespace) -> int:
         for run in timeline.step_runs():
             counts[run.status] = counts.get(run.status, 0) + 1
         summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no step runs"
-        print(f"{journal}: {timeline.events} events replayed; step runs: {summary}")
+        found = Ledger(ctx.store, journal).findings()
+        opened = sum(1 for f in found if f.is_open)
+        print(
+            f"{journal}: {timeline.events} events replayed; step runs: {summary}; "
+            f"findings: {len(found)} ({opened} open)"
+        )
     print(f"replayed {total} events in {time.perf_counter() - started:.2f} s")
     return 0
 

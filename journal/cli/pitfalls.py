@@ -42,32 +42,34 @@ def one_line(found: Finding) -> str:
 
 def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
     from journal.pitfalls import counts
-    from journal.service.findings import acknowledge, journal_findings, unacknowledge
+    from journal.service.findings import acknowledge, findings, unacknowledge
 
     journal = ctx.journal()
     if args.action == "ack":
         covered = acknowledge(ctx.store, journal, args.finding, args.note, args.by)
-        print(f"acknowledged {_n(len(covered))} ({args.finding}) in {journal}")
+        what = _n(covered) if ":" in args.finding else f"{args.finding} in {covered} step runs"
+        print(f"acknowledged {what} ({args.finding}) in {journal}")
         return 0
     if args.action == "unack":
         covered = unacknowledge(ctx.store, journal, args.finding, args.by)
-        print(f"withdrew the acknowledgement of {args.finding} ({_n(len(covered))}) in {journal}")
+        what = _n(covered) if ":" in args.finding else f"{covered} step runs"
+        print(f"withdrew the acknowledgement of {args.finding} ({what}) in {journal}")
         return 0
-    findings, _ = journal_findings(ctx.store, journal)
-    shown = findings if args.all else [f for f in findings if f.is_open]
+    found = findings(ctx.store, journal)
+    shown = found if args.all else [f for f in found if f.is_open]
     if args.format == "json":
         print(json.dumps({"journal": journal, "findings": [f.to_dict() for f in shown]}, indent=2))
         return 0
-    tally = counts(findings)
-    states = {s: sum(1 for f in findings if f.state == s) for s in ("resolved", "acknowledged")}
+    tally = counts(found)
+    states = {s: sum(1 for f in found if f.state == s) for s in ("resolved", "acknowledged")}
     print(
-        f"journal {journal}: {_n(len(findings))}; open: {tally['error']} error, "
+        f"journal {journal}: {_n(len(found))}; open: {tally['error']} error, "
         f"{tally['warning']} warning, {tally['info']} info; {states['resolved']} resolved, "
         f"{states['acknowledged']} acknowledged"
-        + ("" if args.all or len(shown) == len(findings) else " (--all lists them too)")
+        + ("" if args.all or len(shown) == len(found) else " (--all lists them too)")
     )
-    for found in shown:
-        print(finding_text(found, with_key=True))
+    for one in shown:
+        print(finding_text(one, with_key=True))
     return 0
 
 

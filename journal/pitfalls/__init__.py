@@ -37,16 +37,22 @@ def catalogue() -> dict[str, ModuleType]:
 
 
 def judge(subject: Subject) -> list[Finding]:
-    """Every finding for ``subject``, in the order of its runs, worst first within a run (their
+    """Every finding for ``subject``, in the order of its runs (in a journal, of their events),
+    worst first within a run (their
     lifecycle is :func:`journal.pitfalls.lifecycle.follow`'s)."""
-    order = {run.key: i for i, run in enumerate(subject.runs)}
+    order = {run.key: (run.event or 0, i) for i, run in enumerate(subject.runs)}
     findings: list[Finding] = []
     for module in detectors():
         findings.extend(module.detect(subject))
-    return sorted(
-        findings,
-        key=lambda f: (order.get(f.run or "", len(order)), -SEVERITIES.index(f.severity), f.id),
-    )
+    last = (float("inf"), len(order))
+
+    def place(f: Finding) -> tuple[float, int]:
+        # a finding about no run (a figure entered by hand) stands where its figure does
+        if f.run in order:
+            return order[f.run]
+        return (f.seq, -1) if f.seq is not None else last
+
+    return sorted(findings, key=lambda f: (*place(f), -SEVERITIES.index(f.severity), f.id))
 
 
 def counts(findings: Iterable[Finding]) -> dict[str, int]:

@@ -171,11 +171,12 @@ def probe_clears(later: Run, shows: Callable[[Run], object | None]) -> str | Non
 def probe_or_rerun(shows: Callable[[Run], object | None]) -> Callable[..., str | None]:
     """A detector's ``resolves``: a later probe without the condition, or the same step run
     again without the finding."""
-    from journal.pitfalls.lifecycle import rerun
+    from journal.pitfalls.lifecycle import has_probes, rerun, went_through
 
     def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
         return probe_clears(later, shows) or rerun(found, later, ids)
 
+    resolves.needs = lambda later: has_probes(later) or went_through(later)  # type: ignore[attr-defined]
     return resolves
 
 

@@ -151,6 +151,26 @@ def probed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     return f"the {names} probe ran {where} on {later.host}"
 
 
+def went_through(later: Run) -> bool:
+    return later.status in WENT_THROUGH and later.exit_code in (0, None)
+
+
+def has_probes(later: Run) -> bool:
+    return bool(later.probes)
+
+
+def has_snapshot(later: Run) -> bool:
+    return later.after is not None
+
+
+# What a run must have for each rule to resolve anything: checked once per run and rule.
+rerun.needs = went_through  # type: ignore[attr-defined]
+probe.needs = has_probes  # type: ignore[attr-defined]
+installed.needs = has_snapshot  # type: ignore[attr-defined]
+restored.needs = has_snapshot  # type: ignore[attr-defined]
+pip_check.needs = lambda later: "pip check" in later.command  # type: ignore[attr-defined]
+probed.needs = has_probes  # type: ignore[attr-defined]
+
 RULES: dict[str, Rule] = {
     "rerun": rerun,
     "probe": probe,
@@ -168,7 +188,7 @@ def back_within(found: Finding, figure: Figure) -> str | None:
     """A later figure of the same series is back within the threshold of the reference."""
     series, reference = found.facts.get("series"), found.facts.get("reference")
     threshold = found.facts.get("threshold", 0.05)
-    if series is None or reference is None or _series(figure) != series:
+    if series is None or reference is None or plain(_series(figure)) != plain(series):
         return None
     if figure.value < reference * (1 - threshold):
         return None
@@ -191,6 +211,16 @@ def measured(found: Finding, figure: Figure) -> str | None:
         return None
     unit = f" {figure.unit}" if figure.unit else ""
     return f"a benchmark measured {figure.name} = {figure.value:g}{unit} after the change"
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON gives it back (tuples as lists): facts compare the same whether a
+    finding was just judged or read back from the stored projection."""
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    return value
 
 
 def _series(figure: Figure) -> Any:
@@ -217,52 +247,106 @@ def rules_of(module: Any) -> tuple[list[Rule], list[FigureRule]]:
     return runs, figures
 
 
+class Stored:
+    """Where the open findings of earlier folds are kept (the ledger's rows): which pitfalls
+    have open findings on a host, and those findings, loaded only when a fact could resolve
+    them."""
+
+    def ids(self, host: str | None) -> Iterable[str]:
+        return ()
+
+    def load(self, host: str | None, id: str) -> list[Finding]:
+        return []
+
+
 @dataclass
 class Lifecycle:
-    """The open findings per host and the latest resolved one per (pitfall, host), folded in
-    the order of the record: :meth:`opened` adds findings, :meth:`ran` and :meth:`measured`
-    offer later facts to those still open."""
+    """The open findings per host and pitfall, and the latest resolved one per (pitfall,
+    host), folded in the order of the record: :meth:`opened` adds findings, :meth:`ran` and
+    :meth:`measured` offer later facts to those still open (each pitfall's only when one of
+    its rules could apply, so a host with thousands of open findings costs little)."""
 
-    open: dict[str | None, list[Finding]] = field(default_factory=dict)
-    resolved: dict[tuple[str, str | None], Finding] = field(default_factory=dict)
+    open: dict[str | None, dict[str, list[Finding]]] = field(default_factory=dict)
+    #: (pitfall id, host) -> the key of the latest finding resolved there
+    resolved: dict[tuple[str, str | None], str] = field(default_factory=dict)
     done: dict[int, Finding] = field(default_factory=dict)  # id(opened) -> resolved
+    stored: Stored = field(default_factory=Stored)
+    #: (host, id) whose stored open findings were loaded into ``open``
+    loaded: set[tuple[str | None, str]] = field(default_factory=set)
 
     def opened(self, found: Finding) -> Finding:
         """Add a finding; one whose condition was resolved before names that finding."""
         earlier = self.resolved.get((found.id, found.host))
         if earlier is not None and found.regression_of is None:
-            found = replace(found, regression_of=earlier.key)
-        self.open.setdefault(found.host, []).append(found)
+            found = replace(found, regression_of=earlier)
+        self.open.setdefault(found.host, {}).setdefault(found.id, []).append(found)
         return found
+
+    def open_of(self, host: str | None, id: str) -> list[Finding]:
+        """The open findings of one pitfall on a host, the stored ones loaded first."""
+        mine = self.open.setdefault(host, {}).setdefault(id, [])
+        if (host, id) not in self.loaded:
+            self.loaded.add((host, id))
+            mine[:0] = self.stored.load(host, id)
+        return mine
+
+    def ids(self, host: str | None) -> list[str]:
+        return list(dict.fromkeys([*self.stored.ids(host), *self.open.get(host, {})]))
 
     def ran(self, later: Run, ids: frozenset[str]) -> list[Finding]:
         """Offer a run (on its host) to the open findings; those it resolved."""
-        return self._offer(later.host, lambda f: _by_run(f, later, ids))
+        _load_rules()
+        gone = []
+        for id in self.ids(later.host):
+            rules = [r for r in _RULES.get(id, ([rerun], []))[0] if _applies(r, later)]
+            if rules:
+                gone += self._offer(later.host, id, lambda f, rs=rules: _by_run(f, later, ids, rs))
+        return gone
 
     def measured(self, figure: Figure) -> list[Finding]:
         """Offer a trusted figure (on its host) to the open findings; those it resolved."""
         if figure.invalid:
             return []
-        return self._offer(figure.host, lambda f: _by_figure(f, figure))
+        _load_rules()
+        gone = []
+        for id in self.ids(figure.host):
+            if _RULES.get(id, ([], []))[1]:
+                gone += self._offer(figure.host, id, lambda f: _by_figure(f, figure))
+        return gone
 
-    def _offer(self, host: str | None, test: Callable[[Finding], Resolution | None]) -> list:
+    def _offer(
+        self, host: str | None, id: str, test: Callable[[Finding], Resolution | None]
+    ) -> list[Finding]:
+        mine = self.open_of(host, id)
         still, gone = [], []
-        for found in self.open.get(host, ()):
+        for found in mine:
             resolution = test(found)
             if resolution is None:
                 still.append(found)
                 continue
             done = replace(found, resolved_by=resolution)
-            self.resolved[(found.id, found.host)] = done
-            self.done[id(found)] = done
+            self.resolved[(found.id, found.host)] = done.key
+            self.done[id_of(found)] = done
             gone.append(done)
         if gone:
-            self.open[host] = still
+            mine[:] = still
         return gone
 
 
-def _by_run(found: Finding, later: Run, ids: frozenset[str]) -> Resolution | None:
-    for rule in _RULES.get(found.id, ([rerun], []))[0]:
+id_of = id
+
+
+def _applies(rule: Rule, later: Run) -> bool:
+    """Whether ``rule`` could resolve anything with ``later`` (asked once per run and rule,
+    before any finding is looked at)."""
+    need = getattr(rule, "needs", None)
+    return need is None or need(later)
+
+
+def _by_run(
+    found: Finding, later: Run, ids: frozenset[str], rules: list[Rule]
+) -> Resolution | None:
+    for rule in rules:
         why = rule(found, later, ids)
         if why:
             kind = "probe" if later.key.startswith("probe-") else "run"
@@ -300,6 +384,15 @@ def follow(
 ) -> list[Finding]:
     """The findings with their lifecycle: each offered the later runs and figures of its
     host in the order of the record, then acknowledgements applied. The order is kept."""
+    return with_acks(follow_from(Lifecycle(), runs, figures, findings), acks)
+
+
+def follow_from(
+    life: Lifecycle, runs: Iterable[Run], figures: Iterable[Figure], findings: Iterable[Finding]
+) -> list[Finding]:
+    """Go on folding ``life`` (findings still open from before, the latest resolved ones)
+    with these runs, figures and new findings; the new findings as they end (the earlier ones
+    it resolved are in ``life.done``)."""
     _load_rules()
     findings = list(findings)
     by_run: dict[str, set[str]] = {}
@@ -315,7 +408,6 @@ def follow(
             stream.append((figure.event, 2, figure))
     pending = sorted((f for f in findings), key=lambda f: f.seq if f.seq is not None else -1)
     stream.sort(key=lambda item: (item[0], item[1]))
-    life = Lifecycle()
     made: dict[int, Finding] = {}  # id(original) -> as it ends
     at = 0
     for seq, kind, item in stream:
@@ -333,7 +425,7 @@ def follow(
     for found in findings:
         now = made.get(id(found), found)
         out.append(life.done.get(id(now), now))
-    return with_acks(out, acks)
+    return out
 
 
 def with_acks(findings: list[Finding], acks: AckBook | None) -> list[Finding]:

@@ -30,6 +30,8 @@ from journal.pitfalls.commands import install_requests
 
 ID = "nccl-changed"
 ORDER = 70
+#: Judges a run by what came after it too (the ledger revisits recent runs).
+LOOKS_AHEAD = True
 #: Resolved by a benchmark measured on the host after the change (the tuning re-evaluated).
 RESOLVED_BY = ("bench",)
 

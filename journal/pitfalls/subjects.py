@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from journal.events import OutputChunk
 from journal.mapper import Recorded
 from journal.output import chunk_text
 from journal.pitfalls._bench import Figure
 from journal.pitfalls.base import Evidence, Run, Segment, Subject
-from journal.projections.timeline import MetricView, ProbeView, Timeline, project, settle
+from journal.projections.timeline import (
+    MetricView,
+    ProbeView,
+    Timeline,
+    project,
+    recorder_alive,
+    settle,
+)
 from journal.transcript import parse, step_name
 
+Alive = Callable[[str, int], bool]
 
-def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Timeline]:
-    """The subject of a journal, and its timeline (folded in the same single pass)."""
+
+def from_journal(
+    journal: str, records: Iterable[Recorded], alive: Alive = recorder_alive
+) -> tuple[Subject, Timeline]:
+    """The subject of a journal, and its timeline (folded in the same single pass); a run
+    without its end is running while ``alive(machine, pid)`` says its recorder is."""
     texts: dict[str, list[str]] = {}
     segments: dict[str, list[Segment]] = {}
     offsets: dict[str, int] = {}
@@ -36,7 +48,7 @@ def from_journal(journal: str, records: Iterable[Recorded]) -> tuple[Subject, Ti
                 lines[run] = lines.get(run, 0) + data.count("\n")
             yield rec
 
-    timeline = settle(project(journal, chunks(records)))
+    timeline = settle(project(journal, chunks(records)), alive)
     runs = []
     for item in timeline.items:
         if isinstance(item, ProbeView) and item.result is not None:

@@ -21,6 +21,8 @@ from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "unverified-change"
 ORDER = 90
+#: Judges a run by what came after it too (the ledger revisits recent runs).
+LOOKS_AHEAD = True
 #: Resolved by a probe on the host after the change, in a run that changed nothing itself.
 RESOLVED_BY = ("probed",)
 

@@ -17,6 +17,8 @@ from journal.pitfalls.commands import InstallRequest, cuda_of_variant, install_r
 
 ID = "variant-not-switched"
 ORDER = 11
+#: Judges a run by what came after it too (the ledger revisits recent runs).
+LOOKS_AHEAD = True
 #: Resolved by a later install (or probe) showing the variant asked for.
 RESOLVED_BY = ("installed",)
 
@@ -157,3 +159,6 @@ def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
         return None
     where = "on its own" if later.key.startswith("probe-") else f"after {later.step}"
     return f"the torch-env probe {where} on {later.host} shows torch {version}"
+
+
+resolves.needs = lambda later: "torch-env" in later.probes  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from journal.pitfalls import catalogue, judge
 from journal.pitfalls.base import Finding, Subject
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
-from journal.projections.timeline import Timeline
+from journal.projections.timeline import Timeline, project, settle
 from journal.recorder import encode
 from journal.redact import Redactor
 from journal.runbook import NAME, NAME_RULE
@@ -32,9 +32,23 @@ from journal.store import EventStore
 from journal.transcript import parse, step_name
 
 
+def findings(store: EventStore, journal: str) -> list[Finding]:
+    """The findings of a journal with their lifecycle (open, acknowledged, resolved), from its
+    findings projection brought up to date (judging only what came since it was stored)."""
+    from journal.pitfalls.ledger import Ledger
+
+    return Ledger(store, journal).findings()
+
+
 def journal_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:
-    """The findings of a journal with their lifecycle (open, acknowledged, resolved), and its
-    timeline."""
+    """The findings of a journal (from its projection) and its timeline (replayed)."""
+    found = findings(store, journal)
+    return found, settle(project(journal, store.read(journal)))
+
+
+def replayed_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:
+    """The findings of a journal judged from scratch over every event, and its timeline:
+    what the findings projection must always agree with."""
     book = AckBook()
     records = []
     for rec in store.read(journal):
@@ -64,9 +78,9 @@ def judged(subject: Subject, book: AckBook | None = None) -> list[Finding]:
 
 def findings_for_runs(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
     """The open findings about these step runs (the verdict printed as a step ends)."""
-    wanted = set(runs)
-    findings, _ = journal_findings(store, journal)
-    return [f for f in findings if f.run in wanted and f.is_open]
+    from journal.pitfalls.ledger import Ledger
+
+    return [f for f in Ledger(store, journal).findings_of(runs) if f.is_open]
 
 
 def author_of(by: str | None) -> str:
@@ -76,26 +90,33 @@ def author_of(by: str | None) -> str:
 
 def acknowledge(
     store: EventStore, journal: str, target: str, note: str, by: str | None = None
-) -> list[Finding]:
-    """Record that ``target`` (a finding's key, or a pitfall id) was looked at; the findings it
-    covers. An unknown key or id is refused, so a typo records nothing."""
+) -> int:
+    """Record that ``target`` (a finding's key, or a pitfall id) was looked at; how many
+    findings (for a pitfall id: step runs with one) it covers. An unknown key or id is
+    refused, so a typo records nothing. Only the findings the target names are read."""
+    from journal.pitfalls.ledger import Ledger
+
     if not note.strip():
         raise BadInput(
             "acknowledging a finding needs a note saying why it is fine or what was done"
         )
-    findings, _ = journal_findings(store, journal)
-    covered = _covered(findings, journal, target)
-    store.append(
-        journal, [PitfallAcknowledged(finding=target, note=note, author=author_of(by))]
-    )
+    ledger = Ledger(store, journal)
+    if ":" in target:
+        covered = sum(1 for f in ledger.findings_of([target.split(":", 1)[1]]) if f.key == target)
+    else:
+        covered = ledger.runs_with(target) if target in catalogue() else 0
+    if not covered:
+        _covered(ledger.findings(), journal, target)  # says what is wrong
+    store.append(journal, [PitfallAcknowledged(finding=target, note=note, author=author_of(by))])
     return covered
 
 
-def unacknowledge(
-    store: EventStore, journal: str, target: str, by: str | None = None
-) -> list[Finding]:
+def unacknowledge(store: EventStore, journal: str, target: str, by: str | None = None) -> int:
     """Withdraw the acknowledgement of ``target`` (a key or a pitfall id, as acknowledged);
-    the findings it covers. One not in force is refused, so a typo records nothing."""
+    how many findings (for a pitfall id: step runs with one) it covered. One not in force is
+    refused, so a typo records nothing."""
+    from journal.pitfalls.ledger import Ledger
+
     book = AckBook()
     for rec in store.read(journal, types=[PitfallAcknowledged.type, PitfallUnacknowledged.type]):
         fold_ack(book, rec)
@@ -105,16 +126,20 @@ def unacknowledge(
             f"{target!r} is not acknowledged in the journal {journal!r}"
             + (f"; acknowledged there: {', '.join(known[:8])}" if known else "")
         )
-    findings, _ = journal_findings(store, journal)
+    ledger = Ledger(store, journal)
+    if ":" in target:
+        covered = sum(1 for f in ledger.findings_of([target.split(":", 1)[1]]) if f.key == target)
+    else:
+        covered = ledger.runs_with(target)
     store.append(journal, [PitfallUnacknowledged(finding=target, author=author_of(by))])
-    return [f for f in findings if target in (f.key, f.id)]
+    return covered
 
 
-def _covered(findings: list[Finding], journal: str, target: str) -> list[Finding]:
-    covered = [f for f in findings if target in (f.key, f.id)]
+def _covered(found: list[Finding], journal: str, target: str) -> list[Finding]:
+    covered = [f for f in found if target in (f.key, f.id)]
     if covered:
         return covered
-    known = sorted({f.key for f in findings} | {f.id for f in findings})
+    known = sorted({f.key for f in found} | {f.id for f in found})
     if target in catalogue():
         raise BadInput(f"the journal {journal!r} has no {target} finding to acknowledge")
     from journal.runbook import suggest

@@ -32,6 +32,26 @@ events_head = Table(
     Column("hash", String(64), nullable=False),
 )
 
+#: Revision 0003: what each projection of a journal reached (the code version that made its
+#: state, the last event folded into it) and its state, a JSON document per key. A cache that
+#: `journal rebuild` empties and refills; never hash-chained, never read by `journal verify`.
+projection_heads = Table(
+    "projection_heads",
+    metadata,
+    Column("journal", String(200), primary_key=True),
+    Column("projection", String(64), primary_key=True),
+    Column("version", String(64), nullable=False),
+    Column("seq", Integer, nullable=False),
+)
+projection_rows = Table(
+    "projection_rows",
+    metadata,
+    Column("journal", String(200), primary_key=True),
+    Column("projection", String(64), primary_key=True),
+    Column("key", String(400), primary_key=True),
+    Column("body", Text, nullable=False),
+)
+
 #: The columns of a row in the order ``StoredRow`` holds them.
 COLUMNS = ("seq", "journal", "type", "version", "ts", "host", "run_id", "payload", "hash")
 

@@ -3,11 +3,10 @@ replayed from the start.
 
 Replaying a journal reads and folds every event (seconds for 100,000 events and 50 MB of
 output); a server showing a running step would redo that for every chunk the step prints.
-:class:`JournalFold` keeps the events read and the timeline folded (through
+:class:`JournalFold` keeps the timeline folded (through
 :func:`journal.projections.timeline.apply`, as :func:`~journal.projections.timeline.project`
-folds) and folds only the new events into it. The detectors' subject is made from the events
-kept by :func:`journal.pitfalls.subjects.from_journal` itself, so findings are exactly those
-of a replay, without reading the store again.
+folds) and folds only the new events into it. Findings come from the journal's findings
+projection (:mod:`journal.pitfalls.ledger`), which judges only what is new.
 
 Pages read a timeline while the next batch is folded, so a batch never changes what an
 earlier :meth:`JournalFold.extend` returned: the timeline and every view a batch touches are
@@ -27,9 +26,7 @@ from journal.events import (
     StepFinished,
 )
 from journal.mapper import Recorded
-from journal.pitfalls.base import Subject
 from journal.pitfalls.lifecycle import AckBook
-from journal.pitfalls.subjects import from_journal
 from journal.projections.packages import PackageDiff
 from journal.projections.timeline import (
     ProbeView,
@@ -76,7 +73,6 @@ class JournalFold:
         self.acks = AckBook()
         #: run -> the sequence number of its newest event
         self.touched: dict[str, int] = {}
-        self._records: list[Recorded] = []
         self._position: dict[str, int] = {}  # run -> its index in timeline.items
         self._unfinished: set[str] = set()  # started, not finished
         self.diffs = DiffCache()
@@ -92,7 +88,6 @@ class JournalFold:
             event = rec.event
             tl.events += 1
             tl.last_ts = rec.ts
-            self._records.append(rec)
             if isinstance(event, PitfallAcknowledged | PitfallUnacknowledged):
                 fold_ack(self.acks, rec)
             else:
@@ -138,21 +133,6 @@ class JournalFold:
             own.status, own.reason = "unfinished", None
             settle(Timeline(self.journal, runs={run: own}))
             self.generation += 1
-
-    # -- what detectors read ----------------------------------------------------------------
-
-    def records(self) -> list[Recorded]:
-        """The events folded so far (a copy: later batches do not change it)."""
-        return list(self._records)
-
-    def subject(self) -> Subject:
-        """The detectors' subject for the events folded so far, made as a replay makes it."""
-        return subject_of(self.journal, self.records())
-
-
-def subject_of(journal: str, records: list[Recorded]) -> Subject:
-    """The detectors' subject of a journal's events."""
-    return from_journal(journal, records)[0]
 
 
 _SERIALS = itertools.count(1)

@@ -20,12 +20,12 @@ from flask import Flask, abort, current_app
 from journal.mapper import Recorded
 from journal.pitfalls import counts
 from journal.pitfalls.base import Finding
+from journal.pitfalls.ledger import Ledger
 from journal.pitfalls.lifecycle import with_acks
 from journal.projections.packages import PackageDiff
 from journal.projections.timeline import StepRunView, Timeline
-from journal.service.findings import judged
 from journal.store import EventStore
-from journal.web.fold import DiffCache, JournalFold, subject_of
+from journal.web.fold import DiffCache, JournalFold
 
 
 @dataclass
@@ -182,14 +182,13 @@ class JournalStates:
         if verdict is not None and verdict.generation == fold.generation:
             return verdict
         if verdict is None or verdict.seconds < self.sync_judge_s:
-            verdict = _judged(fold)
+            verdict = _judged(self.store, fold)
             self._verdicts[fold.journal] = verdict
             return verdict
         if self._due(fold, verdict):
-            records = fold.records()  # taken now, under the lock: a consistent view
             thread = threading.Thread(
                 target=self._judge_later,
-                args=(fold, records, fold.generation, fold.last_seq),
+                args=(fold, fold.generation, fold.last_seq),
                 name=f"journal-judge-{fold.journal}",
                 daemon=True,
             )
@@ -205,13 +204,11 @@ class JournalStates:
         wait = max(self.rejudge_every_s, 4 * verdict.seconds)
         return time.monotonic() >= verdict.finished + wait
 
-    def _judge_later(
-        self, fold: JournalFold, records: list[Recorded], generation: int, seq: int
-    ) -> None:
-        """Judge ``records`` (the fold at ``generation``, event ``seq``) off the request."""
+    def _judge_later(self, fold: JournalFold, generation: int, seq: int) -> None:
+        """Bring the findings up to the fold at ``generation`` (event ``seq``) off the request."""
         started = time.monotonic()
         try:
-            found = judged(subject_of(fold.journal, records))
+            found = Ledger(self.store, fold.journal).findings()
         except Exception:  # a page judging at once shows the error; here, the log says it
             logging.getLogger(__name__).exception("judging %s failed", fold.journal)
             return
@@ -238,9 +235,10 @@ class _Verdict:
     finished: float
 
 
-def _judged(fold: JournalFold) -> _Verdict:
+def _judged(store: EventStore, fold: JournalFold) -> _Verdict:
+    """The findings from the journal's findings projection, brought up to date."""
     started = time.monotonic()
-    found = judged(fold.subject())
+    found = Ledger(store, fold.journal).findings()
     done = time.monotonic()
     return _Verdict(fold.serial, fold.generation, fold.last_seq, found, done - started, done)
 

@@ -1,0 +1,283 @@
+"""The findings projection: persisted, brought up to date with only what is new, and always
+the same as judging the whole journal again, on SQLite and PostgreSQL.
+
+The reference is :func:`journal.service.findings.replayed_findings` (every event read and
+judged from scratch); the ledger must agree with it however the journal grew between reads:
+event by event, in batches, while other processes append, after a rebuild, after its code
+changed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from journal.events import NoteAdded, OutputChunk, StepFinished, StepStarted
+from journal.mapper import Recorded
+from journal.pitfalls import ledger as ledger_module
+from journal.pitfalls.base import Finding
+from journal.pitfalls.ledger import PROJECTION, Ledger
+from journal.service.findings import replayed_findings
+from journal.store import EventStore
+from journal.store.cache import ProjectionCache
+from tests.helpers import journal, text, write_runbook
+
+DEMO = "cuda13-demo"
+TRANSCRIPTS = Path(__file__).parent / "data" / "transcripts"
+
+
+class Upto:
+    """The store as it stood when its newest event was ``limit``: what a command that ran
+    then read."""
+
+    def __init__(self, store: EventStore, limit: int) -> None:
+        self.store, self.limit, self.engine = store, limit, store.engine
+
+    def read(self, journal: str | None = None, **kw: object) -> Iterator[Recorded]:
+        for rec in self.store.read(journal, **kw):  # type: ignore[arg-type]
+            if rec.seq <= self.limit:
+                yield rec
+
+
+def never_alive(machine: str, pid: int) -> bool:
+    return False
+
+
+def shown(found: list[Finding]) -> list[tuple]:
+    """What a reader sees of each finding, in order. What resolved it is compared but for its
+    event: a figure seen before its run's figures were recorded points at the output line it
+    was read from, afterwards at the recorded figure (the same run, figure and words)."""
+    return [
+        (
+            f.key,
+            f.severity,
+            f.state,
+            f.title,
+            f.advice,
+            f.evidence,
+            replace(f.resolved_by, event=None) if f.resolved_by else None,
+            f.regression_of,
+        )
+        for f in found
+    ]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("ledger-demo")
+    made = journal("demo", cwd=folder)
+    assert made.returncode == 0, text(made.stderr)
+    return folder / "demo" / "journal.db"
+
+
+@pytest.mark.parametrize("step", [1, 4, 25])
+def test_folded_as_it_grew_the_ledger_says_what_a_full_replay_says(
+    demo: Path, tmp_path: Path, step: int
+) -> None:
+    db = tmp_path / "journal.db"
+    db.write_bytes(demo.read_bytes())
+    store = EventStore(str(db))
+    try:
+        last = store.last_seq(DEMO)
+        for limit in [*range(1, last, step), last]:
+            Ledger(Upto(store, limit), DEMO, never_alive).advance()  # type: ignore[arg-type]
+        expected, _ = replayed_findings(store, DEMO)
+        assert shown(Ledger(store, DEMO, never_alive).findings()) == shown(expected)
+        assert {f.state for f in expected} == {"open", "resolved"}
+    finally:
+        store.close()
+
+
+def test_a_command_reads_only_what_came_after_the_stored_head(demo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    db.write_bytes(demo.read_bytes())
+    store = EventStore(str(db))
+    try:
+        first = Ledger(store, DEMO).advance()
+        head = ProjectionCache(store.engine).head(DEMO, PROJECTION)
+        assert head is not None and head.seq == first.seq == store.last_seq(DEMO)
+        read: list[int] = []
+
+        class Counting(Upto):
+            def read(self, journal: str | None = None, **kw: object) -> Iterator[Recorded]:
+                for rec in super().read(journal, **kw):
+                    read.append(rec.seq)
+                    yield rec
+
+        store.append(DEMO, [NoteAdded("checked by hand")])
+        Ledger(Counting(store, 10**9), DEMO).advance()  # type: ignore[arg-type]
+        assert read == [head.seq + 1]  # the note, and nothing before it
+    finally:
+        store.close()
+
+
+def test_rebuild_refills_it_and_verify_never_reads_it(demo: Path, tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    db.write_bytes(demo.read_bytes())
+    store = EventStore(str(db))
+    try:
+        right = shown(Ledger(store, DEMO).findings())
+        # The stored state is a cache: spoil it, and verify still finds the chain intact.
+        cache = ProjectionCache(store.engine)
+        rows = cache.rows(DEMO, PROJECTION)
+        spoiled = {k: [] for k in rows if k.startswith("run:")}
+        head = cache.head(DEMO, PROJECTION)
+        assert cache.save(DEMO, PROJECTION, head, spoiled, since=head)
+        assert Ledger(store, DEMO).findings() == []
+    finally:
+        store.close()
+    assert journal("verify", db=db).returncode == 0
+    rebuilt = journal("rebuild", db=db)
+    assert rebuilt.returncode == 0, text(rebuilt.stderr)
+    assert b"findings: 9 (2 open)" in rebuilt.stdout
+    store = EventStore(str(db))
+    try:
+        assert shown(Ledger(store, DEMO).findings()) == right
+    finally:
+        store.close()
+
+
+def test_a_new_version_of_the_detectors_judges_the_journal_again(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "journal.db"
+    db.write_bytes(demo.read_bytes())
+    store = EventStore(str(db))
+    try:
+        Ledger(store, DEMO).advance()
+        monkeypatch.setattr(ledger_module, "version", lambda: "a-better-detector")
+        read: list[int] = []
+
+        class Counting(Upto):
+            def read(self, journal: str | None = None, **kw: object) -> Iterator[Recorded]:
+                for rec in super().read(journal, **kw):
+                    read.append(rec.seq)
+                    yield rec
+
+        found = Ledger(Counting(store, 10**9), DEMO).findings()  # type: ignore[arg-type]
+        assert read[0] == 1 and len(read) >= store.count(DEMO)  # every event again
+        head = ProjectionCache(store.engine).head(DEMO, PROJECTION)
+        assert head is not None and head.version == "a-better-detector"
+        assert shown(found) == shown(replayed_findings(store, DEMO)[0])
+    finally:
+        store.close()
+
+
+def test_a_running_step_is_judged_on_every_read_and_kept_once_it_ended(tmp_path: Path) -> None:
+    store = EventStore(str(tmp_path / "journal.db"))
+    error = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    try:
+        store.append("live", [StepStarted("r1", "serve", "box", "local", "python3 serve.py")])
+        store.append("live", [OutputChunk("r1", "box", "stderr", error, "utf-8", len(error), 0.2)])
+        alive = Ledger(store, "live", alive=lambda machine, pid: True)
+        (running,) = [f for f in alive.findings() if f.id == "no-kernel-image"]
+        assert running.run == "r1"
+        rows = ProjectionCache(store.engine).rows("live", PROJECTION)
+        assert "run:r1" not in rows and rows["pending"] == ["r1"]  # not kept while it runs
+        store.append("live", [StepFinished("r1", "box", "failed", 1, 0.4)])
+        (ended,) = [f for f in alive.findings() if f.id == "no-kernel-image"]
+        assert ended == running
+        rows = ProjectionCache(store.engine).rows("live", PROJECTION)
+        assert [d["id"] for d in rows["run:r1"]] == ["no-kernel-image"] and rows["pending"] == []
+    finally:
+        store.close()
+
+
+RUNBOOK = """\
+[journal]
+name = "busy"
+
+[hosts.here]
+ssh = "local"
+
+[[steps]]
+name = "noop"
+run = "true"
+snapshots = false
+"""
+
+WRITER = """
+import sys
+from journal.events import StepFinished, StepStarted, OutputChunk
+from journal.store import EventStore
+store = EventStore(sys.argv[1])
+name = sys.argv[2]
+out = "Resolved 3 packages in 512ms\\nChecked 3 packages in 29ms\\n"
+cmd = "uv pip install torch --index-url https://download.pytorch.org/whl/nightly/cu130"
+for i in range(int(sys.argv[3])):
+    run = f"{name}-{i}"
+    store.append("busy", [
+        StepStarted(run, "imported", name, "imported", cmd, imported=True),
+        OutputChunk(run, name, "stdout", out, "utf-8", len(out), 0.0),
+        StepFinished(run, name, "imported", None, 0.0),
+    ])
+"""
+
+
+def test_two_writers_and_a_reader_at_once_see_every_event_once(store_url: str) -> None:
+    """Two processes append while a third reads the findings over and over: the ledger it
+    leaves is the full replay's, each finding once (on SQLite and on PostgreSQL)."""
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, store_url, host, "30"], stderr=subprocess.PIPE
+        )
+        for host in ("alpha", "beta")
+    ]
+    reader = """
+import sys, time
+from journal.pitfalls.ledger import Ledger
+from journal.store import EventStore
+store = EventStore(sys.argv[1])
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    found = Ledger(store, "busy").findings()
+    keys = [f.key for f in found]
+    assert len(keys) == len(set(keys)), "a finding twice"
+    if len(found) >= 60:
+        break
+"""
+    reading = subprocess.Popen([sys.executable, "-c", reader, store_url], stderr=subprocess.PIPE)
+    for proc in (*writers, reading):
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err.decode()
+    store = EventStore(store_url)
+    try:
+        expected, _ = replayed_findings(store, "busy")
+        assert len(expected) == 60  # a noop install per command
+        assert shown(Ledger(store, "busy").findings()) == shown(expected)
+    finally:
+        store.close()
+
+
+def test_a_step_after_an_imported_session_is_judged_with_it(tmp_path: Path) -> None:
+    """The seed's session imported, then a step run: `journal pitfalls` (from the ledger the
+    step left) says what a full replay says, the session's findings included."""
+    rb = write_runbook(tmp_path, RUNBOOK)
+    db = tmp_path / "journal.db"
+    imported = journal(
+        "import",
+        "transcript",
+        str(TRANSCRIPTS / "seed-session.txt"),
+        "--host",
+        "gpu-box",
+        db=db,
+        runbook=rb,
+    )
+    assert imported.returncode == 0, text(imported.stderr)
+    assert journal("pitfalls", db=db, runbook=rb).returncode == 0  # the ledger made
+    step = journal("run", "step", "noop", db=db, runbook=rb)
+    assert step.returncode == 0, text(step.stderr)
+    listed = json.loads(journal("pitfalls", "--all", "--format", "json", db=db, runbook=rb).stdout)
+    store = EventStore(str(db))
+    try:
+        expected, _ = replayed_findings(store, "busy")
+        assert [f["key"] for f in listed["findings"]] == [f.key for f in expected]
+        assert "noop-install" in {f.id for f in expected}
+    finally:
+        store.close()
