@@ -14,7 +14,6 @@ from journal.cli.context import Context
 from journal.errors import BadInput
 from journal.events import NoteAdded
 from journal.projections.progress import progress
-from journal.projections.timeline import project, settle
 from journal.runbook import TEMPLATE, parse
 
 # journal.service (Fabric, SQLAlchemy) is imported inside the commands that run steps, so a
@@ -176,7 +175,9 @@ def note(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _timeline(ctx: Context, journal: str):  # type: ignore[no-untyped-def]
-    return settle(project(journal, ctx.store.read(journal)))
+    from journal.projections.stored import current_timeline
+
+    return current_timeline(ctx.store, journal)
 
 
 def status(ctx: Context, args: argparse.Namespace) -> int:

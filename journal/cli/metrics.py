@@ -84,9 +84,9 @@ def _comparisons(ctx: Context, journal: str) -> tuple[Timeline, dict[int, str]]:
     """The timeline, and for each figure's event how it compares with the figure before it
     in its series."""
     from journal.projections.metrics import all_series, change_steps, changes
-    from journal.projections.timeline import project
+    from journal.projections.stored import current_timeline
 
-    timeline = project(journal, ctx.store.read(journal))
+    timeline = current_timeline(ctx.store, journal)
     steps = change_steps(timeline)
     found = {}
     for series in all_series(timeline):

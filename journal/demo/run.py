@@ -19,7 +19,6 @@ from journal.cli.plan import TerminalPlanReport
 from journal.demo.wheels import build_indexes
 from journal.errors import BadInput
 from journal.events import NoteAdded
-from journal.projections.timeline import project, settle
 from journal.runbook import Runbook, load
 from journal.service.bench import run_bench
 from journal.service.findings import import_transcript
@@ -217,7 +216,9 @@ def run_demo(root: Path, ctx: Context) -> int:
         runbook.name,
         [NoteAdded(text=text, author="journal demo", tags=tags) for tags, text in NOTES],
     )
-    timeline = settle(project(runbook.name, ctx.store.read(runbook.name)))
+    from journal.projections.stored import current_timeline
+
+    timeline = current_timeline(ctx.store, runbook.name)
     print()
     print(render.timeline_text(timeline))
     print()

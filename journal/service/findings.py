@@ -22,7 +22,7 @@ from journal.pitfalls import catalogue, judge
 from journal.pitfalls.base import Finding, Subject
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
-from journal.projections.timeline import Timeline, project, settle
+from journal.projections.timeline import Timeline
 from journal.recorder import encode
 from journal.redact import Redactor
 from journal.runbook import NAME, NAME_RULE
@@ -43,7 +43,9 @@ def findings(store: EventStore, journal: str) -> list[Finding]:
 def journal_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:
     """The findings of a journal (from its projection) and its timeline (replayed)."""
     found = findings(store, journal)
-    return found, settle(project(journal, store.read(journal)))
+    from journal.projections.stored import current_timeline
+
+    return found, current_timeline(store, journal)
 
 
 def replayed_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:

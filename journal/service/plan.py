@@ -14,7 +14,7 @@ from typing import Protocol
 
 from journal.errors import BadInput
 from journal.pitfalls.base import Finding
-from journal.projections.timeline import project, settle
+from journal.projections.stored import current_timeline
 from journal.runbook import Host, Runbook, Step
 from journal.service.findings import findings_for_runs
 from journal.service.fleet import FleetRun, Schedule
@@ -173,7 +173,7 @@ class PlanRoll:
         """The steps left after those already succeeded on all their hosts; None (and say
         so) when none is left."""
         store, runbook = self.store, self.runbook
-        timeline = settle(project(runbook.name, store.read(runbook.name, exclude=["OutputChunk"])))
+        timeline = current_timeline(store, runbook.name)
         latest = {(r.host, r.step): r for r in timeline.step_runs()}
         skipped = 0
         for step in steps:

@@ -17,26 +17,23 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from journal.events import (
-    ExpectationChecked,
-    PitfallAcknowledged,
-    PitfallUnacknowledged,
-    StepFinished,
-)
+from journal.events import ExpectationChecked, StepFinished
 from journal.mapper import Recorded
-from journal.pitfalls.lifecycle import AckBook
 from journal.projections.packages import PackageDiff
+from journal.projections.stored import Restored
 from journal.projections.timeline import (
     ProbeView,
     StepRunView,
     Timeline,
+    TimelineItem,
     apply,
     recorder_alive,
     settle,
 )
-from journal.service.findings import fold_ack
+
+Alive = Callable[[str, int], bool]
 
 
 class DiffCache:
@@ -59,18 +56,20 @@ class DiffCache:
 class JournalFold:
     """One journal's events folded up to :attr:`last_seq`; :meth:`extend` folds more.
 
-    ``generation`` counts the changes a detector could see (any event but an
-    acknowledgement, or a step found running or interrupted), so findings judged at one
-    generation are current while it holds.
+    ``generation`` counts the changes findings could show (any event, or a step found running
+    or interrupted), so findings read at one generation are current while it holds.
+    ``changed`` holds the items the last :meth:`extend` made or changed (what is stored again
+    in the timeline projection).
     """
 
-    def __init__(self, journal: str) -> None:
+    def __init__(self, journal: str, alive: Alive = recorder_alive) -> None:
         self.journal = journal
+        self.alive = alive
         self.serial = next(_SERIALS)  # which fold of the journal (findings belong to one)
         self.last_seq = 0
         self.generation = 0
         self.timeline = Timeline(journal)
-        self.acks = AckBook()
+        self.changed: list[TimelineItem] = []
         #: run -> the sequence number of its newest event
         self.touched: dict[str, int] = {}
         self._position: dict[str, int] = {}  # run -> its index in timeline.items
@@ -84,14 +83,12 @@ class JournalFold:
         settle unfinished runs; the new timeline (the one before is left as it was)."""
         batch = _Batch(self.timeline, self._position)
         tl = batch.timeline
+        known = len(tl.items)
         for rec in records:
             event = rec.event
             tl.events += 1
             tl.last_ts = rec.ts
-            if isinstance(event, PitfallAcknowledged | PitfallUnacknowledged):
-                fold_ack(self.acks, rec)
-            else:
-                self.generation += 1
+            self.generation += 1
             run = event.run_id
             if run is not None:
                 self.touched[run] = rec.seq
@@ -108,15 +105,35 @@ class JournalFold:
                 self._unfinished.add(run)
             self.last_seq = rec.seq
         self._settle(batch)
+        self.changed = [item for item in tl.items[:known] if id(item) in batch.owned]
+        self.changed += tl.items[known:]
         self.timeline = tl
         return tl
+
+    @classmethod
+    def restored(cls, stored: Restored, alive: Alive = recorder_alive) -> JournalFold:
+        """A fold that goes on from a stored timeline (its unfinished runs settled now)."""
+        fold = cls(stored.timeline.journal, alive)
+        fold.timeline, fold.last_seq = stored.timeline, stored.seq
+        for index, item in enumerate(stored.timeline.items):
+            if isinstance(item, StepRunView):
+                fold._position[item.run_id] = index
+                fold.touched[item.run_id] = item.seq
+        fold._unfinished = set(stored.unfinished)
+        fold.extend(())
+        return fold
+
+    @property
+    def unfinished(self) -> frozenset[str]:
+        """The runs started and not finished (stored so; settled by each reader)."""
+        return frozenset(self._unfinished)
 
     def stale(self) -> bool:
         """Whether a run's recorder has started or stopped since the last settle."""
         timeline = self.timeline
         for run in tuple(self._unfinished):  # a copy: a request may ask while a batch folds
             view = timeline.runs.get(run)
-            if view is not None and view.status != _settled_status(view):
+            if view is not None and view.status != _settled_status(view, self.alive):
                 return True
         return False
 
@@ -127,20 +144,20 @@ class JournalFold:
     def _settle(self, batch: _Batch) -> None:
         for run in self._unfinished:
             view = batch.timeline.runs.get(run)
-            if view is None or view.status == _settled_status(view):
+            if view is None or view.status == _settled_status(view, self.alive):
                 continue
             own = batch.own_run(run)
             own.status, own.reason = "unfinished", None
-            settle(Timeline(self.journal, runs={run: own}))
+            settle(Timeline(self.journal, runs={run: own}), self.alive)
             self.generation += 1
 
 
 _SERIALS = itertools.count(1)
 
 
-def _settled_status(view: StepRunView) -> str:
+def _settled_status(view: StepRunView, alive: Alive) -> str:
     """What settling makes of an unfinished run now: running while its recorder lives."""
-    return "running" if recorder_alive(view.machine, view.pid) else "interrupted"
+    return "running" if alive(view.machine, view.pid) else "interrupted"
 
 
 class _Batch:

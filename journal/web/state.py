@@ -21,10 +21,11 @@ from journal.mapper import Recorded
 from journal.pitfalls import counts
 from journal.pitfalls.base import Finding
 from journal.pitfalls.ledger import Ledger
-from journal.pitfalls.lifecycle import with_acks
+from journal.projections import stored
 from journal.projections.packages import PackageDiff
 from journal.projections.timeline import StepRunView, Timeline
 from journal.store import EventStore
+from journal.store.cache import Head, ProjectionCache
 from journal.web.fold import DiffCache, JournalFold
 
 
@@ -106,6 +107,10 @@ class JournalStates:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._judging: dict[str, threading.Thread] = {}
+        self.cache = ProjectionCache(store.engine)
+        #: per journal, the head of its timeline projection as this process last saw it
+        self._heads: dict[str, Head | None] = {}
+        self._dirty: set[str] = set()  # journals whose stored timeline must be written anew
 
     def journals(self) -> list[str]:
         return self.store.journals()
@@ -144,11 +149,14 @@ class JournalStates:
             cached = self._current(journal, last)
             if cached is not None:
                 return cached
-            fold = self._folds.setdefault(journal, JournalFold(journal))
+            fold = self._folds.get(journal)
+            if fold is None:
+                fold = self._folds[journal] = self._restore(journal)
             try:
                 if fold.last_seq < last:
                     with closing(self.store.read(journal, after=fold.last_seq)) as recorded:
                         timeline = fold.extend(_upto(recorded, last))
+                    self._store_timeline(fold)
                 else:
                     timeline = fold.resettle()
             except BaseException:
@@ -160,7 +168,6 @@ class JournalStates:
                 raise
             verdict = self._judge(fold)
             findings = verdict.findings
-            findings = with_acks(findings, fold.acks)
             state = JournalState(
                 journal,
                 fold.last_seq,
@@ -173,6 +180,48 @@ class JournalStates:
             )
             self._cache[journal] = state
             return state
+
+    def _restore(self, journal: str) -> JournalFold:
+        """The journal's fold, from its stored timeline when there is one of this version."""
+        restored = stored.load(self.cache, journal)
+        if restored is None:
+            self._heads[journal] = None
+            self._dirty.add(journal)
+            return JournalFold(journal)
+        self._heads[journal] = restored.head
+        return JournalFold.restored(restored)
+
+    def _store_timeline(self, fold: JournalFold) -> None:
+        """Store what the last batch changed in the timeline projection, for the next process
+        (all of it when an earlier save did not happen); a process already further on wins."""
+        journal = fold.journal
+        anew = journal in self._dirty
+        changed = fold.timeline.items if anew else fold.changed
+        since = self._heads.get(journal)
+        unfinished = set(fold.unfinished)
+        if not stored.save(
+            self.cache, journal, fold.timeline, changed, unfinished, fold.last_seq, since, anew
+        ):
+            now = self.cache.head(journal, stored.PROJECTION)
+            if now is not None and now.seq >= fold.last_seq:
+                self._heads[journal] = now
+                self._dirty.discard(journal)
+                return
+            ok = stored.save(
+                self.cache,
+                journal,
+                fold.timeline,
+                fold.timeline.items,
+                unfinished,
+                fold.last_seq,
+                now,
+                True,
+            )
+            if not ok:
+                self._dirty.add(journal)
+                return
+        self._heads[journal] = Head(stored.version(), fold.last_seq)
+        self._dirty.discard(journal)
 
     def _judge(self, fold: JournalFold) -> _Verdict:
         """Findings for the fold as it is now, or the last ones while new ones are judged."""
