@@ -22,12 +22,13 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from journal.events import OutputChunk, PitfallAcknowledged, StepStarted
+from journal.events import NoteAdded, OutputChunk, PitfallAcknowledged, StepStarted
 from journal.pitfalls.subjects import from_journal
 from journal.service.findings import journal_findings
 from journal.store import EventStore
 from journal.web import create_app
 from journal.web.output import to_html
+from journal.web.selection import NEWEST
 from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
 from tests.sshd import SshHome, SshServer
 
@@ -688,3 +689,21 @@ def test_serve_listens_on_loopback_and_answers(
     refused.value.close()
     taken = journal("serve", "--port", str(port), db=demo, env=_env(), timeout=20)
     assert taken.returncode == 2 and b"cannot listen on 127.0.0.1" in taken.stderr
+
+
+def test_a_long_timeline_shows_its_newest_items_and_links_to_all(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    store = EventStore(str(db))
+    try:
+        store.append("long", [NoteAdded(f"note {i}") for i in range(NEWEST + 40)])
+    finally:
+        store.close()
+    client = make_client(db)
+    html = page(client, "/j/long")
+    shown = re.findall(r"<li class=\"item note\"", html)
+    assert len(shown) == NEWEST
+    assert f"note {NEWEST + 39}" in html and "note 39<" not in html and "note 40<" in html
+    assert f"{NEWEST + 40} items" in html and "show the 40 earlier items too" in html
+    every = page(client, "/j/long?every=1")
+    assert len(re.findall(r"<li class=\"item note\"", every)) == NEWEST + 40
+    assert "note 0<" in every and "earlier item" not in every

@@ -28,6 +28,11 @@ STATUSES = ("succeeded", "failed", "interrupted", "timed-out", "running", "impor
 LAYOUTS = ("list", "hosts")
 
 
+#: A timeline longer than this shows its newest items, and a link to all of them: a page's
+#: cost follows what it shows, not how long the journal has grown.
+NEWEST = 500
+
+
 @dataclass(frozen=True)
 class TimelineQuery:
     """The filters of the timeline, as given in the URL (empty means any)."""
@@ -38,6 +43,7 @@ class TimelineQuery:
     severity: str = ""
     q: str = ""
     layout: str = "list"
+    every: bool = False  # all the items, not only the newest NEWEST
 
     @classmethod
     def from_args(cls, args: Mapping[str, str]) -> TimelineQuery:
@@ -52,6 +58,7 @@ class TimelineQuery:
             severity=pick("severity", ("info", "warning", "error")),
             q=pick("q")[:200],
             layout=pick("layout", LAYOUTS) or "list",
+            every=pick("every") == "1",
         )
 
     @property
@@ -67,6 +74,7 @@ class TimelineQuery:
             "severity": self.severity,
             "q": self.q,
             "layout": "" if self.layout == "list" else self.layout,
+            "every": "1" if self.every else "",
         }
         values.update(changes)
         return {k: v for k, v in values.items() if v}

@@ -24,6 +24,7 @@ from flask import (
 
 from journal.web.selection import (
     KINDS,
+    NEWEST,
     STATUSES,
     TimelineQuery,
     changed_since,
@@ -42,6 +43,9 @@ bp = Blueprint("timeline", __name__, url_prefix="/j/<journal>")
 def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
     matching = runs_matching(store(), state.journal, query.q) if query.q else None
     items = select_items(state, query, matching)
+    count = len(items)
+    if not query.every and count > NEWEST:
+        items = items[-NEWEST:]
     hosts = hosts_of(state, state.timeline.items)
     shown_hosts = [query.host] if query.host in hosts else hosts
     return {
@@ -49,7 +53,8 @@ def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
         "journal": state.journal,
         "query": query,
         "items": items,
-        "count": len(items),
+        "count": count,
+        "earlier": count - len(items),
         "rows": host_rows(items) if query.layout == "hosts" else [],
         "hosts": hosts,
         "columns": shown_hosts,
