@@ -45,6 +45,19 @@ class Upto:
                 yield rec
 
 
+class Counting(Upto):
+    """The whole store, saying which events were read."""
+
+    def __init__(self, store: EventStore) -> None:
+        super().__init__(store, 10**12)
+        self.seen: list[int] = []
+
+    def read(self, journal: str | None = None, **kw: object) -> Iterator[Recorded]:
+        for rec in super().read(journal, **kw):
+            self.seen.append(rec.seq)
+            yield rec
+
+
 def never_alive(machine: str, pid: int) -> bool:
     return False
 
@@ -102,17 +115,10 @@ def test_a_command_reads_only_what_came_after_the_stored_head(demo: Path, tmp_pa
         first = Ledger(store, DEMO).advance()
         head = ProjectionCache(store.engine).head(DEMO, PROJECTION)
         assert head is not None and head.seq == first.seq == store.last_seq(DEMO)
-        read: list[int] = []
-
-        class Counting(Upto):
-            def read(self, journal: str | None = None, **kw: object) -> Iterator[Recorded]:
-                for rec in super().read(journal, **kw):
-                    read.append(rec.seq)
-                    yield rec
-
+        counting = Counting(store)
         store.append(DEMO, [NoteAdded("checked by hand")])
-        Ledger(Counting(store, 10**9), DEMO).advance()  # type: ignore[arg-type]
-        assert read == [head.seq + 1]  # the note, and nothing before it
+        Ledger(counting, DEMO).advance()  # type: ignore[arg-type]
+        assert counting.seen == [head.seq + 1]  # the note, and nothing before it
     finally:
         store.close()
 
@@ -152,16 +158,9 @@ def test_a_new_version_of_the_detectors_judges_the_journal_again(
     try:
         Ledger(store, DEMO).advance()
         monkeypatch.setattr(ledger_module, "version", lambda: "a-better-detector")
-        read: list[int] = []
-
-        class Counting(Upto):
-            def read(self, journal: str | None = None, **kw: object) -> Iterator[Recorded]:
-                for rec in super().read(journal, **kw):
-                    read.append(rec.seq)
-                    yield rec
-
-        found = Ledger(Counting(store, 10**9), DEMO).findings()  # type: ignore[arg-type]
-        assert read[0] == 1 and len(read) >= store.count(DEMO)  # every event again
+        counting = Counting(store)
+        found = Ledger(counting, DEMO).findings()  # type: ignore[arg-type]
+        assert counting.seen[0] == 1 and len(counting.seen) >= store.count(DEMO)  # every event
         head = ProjectionCache(store.engine).head(DEMO, PROJECTION)
         assert head is not None and head.version == "a-better-detector"
         assert shown(found) == shown(replayed_findings(store, DEMO)[0])

@@ -14,15 +14,17 @@ from typing import Any
 
 import pytest
 
+from journal.pitfalls import judge
 from journal.pitfalls.base import Finding, Run, Subject
 from journal.pitfalls.lifecycle import AckBook
-from journal.pitfalls.subjects import from_journal
+from journal.pitfalls.subjects import from_journal, from_transcript
 from journal.projections.packages import diff_packages, normalize
 from journal.service.findings import judged
 from journal.store import EventStore
 from tests.helpers import journal, text
 
 H200 = Path(__file__).parent / "data" / "h200"
+TRANSCRIPTS = Path(__file__).parent / "data" / "transcripts"
 
 
 def h200_env() -> dict[str, Any]:
@@ -235,6 +237,115 @@ def test_an_interrupted_step_is_resolved_by_running_it_to_the_end() -> None:
     assert of(states(cut, failed), "step-interrupted")[0].state == "open"
     (one,) = of(states(cut, failed, done), "step-interrupted")
     assert one.state == "resolved" and one.resolved_by.run == "install-3"
+
+
+@pytest.mark.parametrize(
+    ("id", "bad"),
+    [
+        ("driver-too-old", lambda env: env["nvml"].update(cuda_driver="12.4", driver="550.54.15")),
+        (
+            "arch-unsupported",
+            lambda env: (
+                [
+                    d.update(name="NVIDIA RTX PRO 6000 Blackwell Server Edition", capability="12.0")
+                    for d in env["torch"]["devices"] + env["nvml"]["devices"]
+                ]
+                + [env["torch"].update(arch_list=["sm_50", "sm_80", "sm_86", "sm_90"])]
+            ),
+        ),
+        ("nccl-skew", lambda env: None),  # the real capture: torch's NCCL 2.28.9, system 2.28.3
+    ],
+)
+def test_probe_findings_are_resolved_by_a_probe_that_no_longer_shows_them(
+    id: str, bad: Any
+) -> None:
+    broken = h200_env()
+    bad(broken)
+    fixed = h200_env()
+    fixed["system_nccl"] = {"NCCL_VERSION": "2.28.9-1", "libraries": []}
+    fixed["env"]["NCCL_VERSION"] = "2.28.9-1"
+    still = run("check-again", event=20, env=copy.deepcopy(broken))
+    found = of(states(run("check", event=10, env=broken), still), id)
+    assert [f.state for f in found] == ["open"], id  # the same condition: nothing resolved
+    found = of(states(run("check", event=10, env=broken), run("fix", event=20, env=fixed)), id)
+    assert [(f.state, f.resolved_by.run) for f in found] == [("resolved", "fix")], id
+
+
+def _pasted(name: str, id: str) -> tuple[str, str]:
+    """The command and output of the first command of a transcript with finding ``id``."""
+    subject = from_transcript((TRANSCRIPTS / name).read_text(), name)
+    found = next(f for f in judge(subject) if f.id == id)
+    command = next(r for r in subject.runs if r.key == found.run)
+    return command.command, command.text
+
+
+@pytest.mark.parametrize(
+    ("name", "id"),
+    [
+        ("runtime-h200-no-kernel-image.txt", "no-kernel-image"),
+        ("runtime-abi-sgl-kernel.txt", "abi-mismatch"),
+        ("runtime-numpy-abi.txt", "numpy-abi"),
+        ("runtime-flashinfer-cubin.txt", "version-guard"),
+        ("runtime-sgl-kernel-minimum.txt", "version-guard"),
+        ("bench-nccl-tests.txt", "bench-invalid"),
+    ],
+)
+def test_output_findings_are_resolved_by_the_same_step_run_again_without_them(
+    name: str, id: str
+) -> None:
+    """Real output (pasted from public issue threads, or captured) in a step; the same step
+    run again cleanly resolves it; another step that went through does not."""
+    command, output = _pasted(name, id)
+    failing = run("serve", command, output=output, exit_code=1, event=10)
+    other = run("other-step", "true", event=20)
+    again = run("serve-2", command, step="serve", output="ok\n", event=30)
+    assert {f.state for f in of(states(failing, other), id)} == {"open"}
+    found = of(states(failing, other, again), id)
+    assert found and {(f.state, f.resolved_by.run) for f in found} == {("resolved", "serve-2")}
+
+
+def test_torch_replaced_is_resolved_by_putting_the_earlier_torch_back() -> None:
+    nightly, pinned = (
+        snap(torch=NEW["torch"]["version"], sglang="0.5.9"),
+        snap(torch="2.9.1", sglang="0.5.9"),
+    )
+    pulled = run(
+        "install-sglang", "uv pip install sglang", {"torch": NEW["torch"]}, pinned, event=10
+    )
+    (one,) = of(states(pulled), "torch-replaced")
+    assert one.state == "open"
+    back = run(
+        "restore-torch", "uv pip install torch==2.12.0.dev20260226+cu130", pinned, nightly, event=20
+    )
+    (one,) = of(states(pulled, back), "torch-replaced")
+    assert one.state == "resolved" and "torch 2.12.0.dev20260226+cu130 again" in one.resolved_by.why
+
+
+def test_nccl_changed_is_resolved_by_a_throughput_measured_after_it() -> None:
+    old = h200_env()
+    old["torch"]["nccl"] = old["nccl"] = "2.22.3"
+    old["env"]["NCCL_ALGO"] = "Ring"
+    new = h200_env()
+    new["env"]["NCCL_ALGO"] = "Ring"
+    before = run("verify-old", event=10, env=old)
+    swap = run("swap", INSTALL + " --reinstall", OLD, NEW, event=20, env=new)
+    (one,) = of(states(before, swap), "nccl-changed")
+    assert one.state == "open" and "2.22.3 to 2.28.9" in one.title
+    bench = run(
+        "bench",
+        "python -m sglang.bench_serving --backend sglang --max-concurrency 1",
+        output=(
+            "============ Serving Benchmark Result ============\n"
+            "Successful requests:                     32\n"
+            "Output token throughput (tok/s):         96.1\n"
+            "==================================================\n"
+        ),
+        event=30,
+        status="imported",
+    )
+    (one,) = of(states(before, swap, bench), "nccl-changed")
+    assert one.state == "resolved" and one.resolved_by.kind == "figure"
+    assert "output_token_throughput = 96.1 tok/s" in one.resolved_by.why
 
 
 # --- acknowledgements -------------------------------------------------------------------------

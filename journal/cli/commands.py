@@ -50,7 +50,20 @@ def schedule_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """The fleet schedule of ``--parallel N`` / ``--rolling N`` (bad values: bad input)."""
     from journal.service.fleet import Schedule
 
-    return Schedule.from_options(args.parallel, args.rolling)
+    parallel, rolling = args.parallel, args.rolling
+    for flag, value in (("--parallel", parallel), ("--rolling", rolling)):
+        if value is not None and value < 1:
+            raise BadInput(
+                f"{flag} {value}: give the number of hosts at work at once, 1 or more "
+                f"({flag} 1 runs one host at a time)"
+            )
+    if parallel is not None and rolling is not None:
+        raise BadInput(
+            f"--parallel {parallel} and --rolling {rolling} cannot be combined: "
+            "--rolling N already runs N hosts at a time (and stops at a failure), "
+            "--parallel N runs every host, N at a time; pick one"
+        )
+    return Schedule(parallel, rolling)
 
 
 def run_step(ctx: Context, args: argparse.Namespace) -> int:

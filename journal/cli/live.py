@@ -24,9 +24,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from journal.cli.echo import Echo
 from journal.cli.render import plural, seconds
 from journal.service.fleet import FleetRun, HostVerdict, Schedule
-from journal.service.steps import Echo
 
 #: How much of a line the table keeps (the column cuts it to the terminal's width).
 LINE_KEEP = 200

@@ -34,8 +34,9 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         hosts = [runbook.hosts[h] for h in spec.hosts]
     elif not hosts:
         hosts = list(runbook.hosts.values())
+    from journal.cli.echo import Echo
     from journal.service.bench import run_bench as run_bench_service
-    from journal.service.steps import Echo, ensure_opened, exit_status
+    from journal.service.steps import ensure_opened, exit_status
 
     ensure_opened(ctx.store, runbook)
     runs = run_bench_service(

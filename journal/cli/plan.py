@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from journal.cli.echo import Echo
 from journal.cli.live import fleet_report
 from journal.cli.pitfalls import one_line
 from journal.cli.render import verdict, when
@@ -17,7 +18,7 @@ from journal.pitfalls.base import Finding
 from journal.runbook import Runbook
 from journal.service.fleet import FleetRun
 from journal.service.plan import run_plan as run_plan_service
-from journal.service.steps import Echo, StepRun
+from journal.service.steps import StepRun
 from journal.store import EventStore
 
 

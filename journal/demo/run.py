@@ -15,6 +15,7 @@ from pathlib import Path
 
 from journal.cli import render
 from journal.cli.context import Context
+from journal.cli.echo import Echo
 from journal.cli.plan import TerminalPlanReport
 from journal.demo.wheels import build_indexes
 from journal.errors import BadInput
@@ -23,7 +24,7 @@ from journal.runbook import Runbook, load
 from journal.service.bench import run_bench
 from journal.service.findings import import_transcript
 from journal.service.plan import run_plan
-from journal.service.steps import Echo, ensure_opened, exit_status
+from journal.service.steps import ensure_opened, exit_status
 
 MARKER = ".journal-demo"
 

@@ -536,6 +536,9 @@ class _State:
             if _run_key(f) == key:
                 out[f.key] = finding_json(f)
         merged = {**stored, **out}
+        if not merged:
+            self.put(key, None)  # no row for a run without findings
+            return
         self.put(key, sorted(merged.values(), key=lambda d: _order(finding_of(d))))
 
     def _contexts(

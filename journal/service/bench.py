@@ -19,7 +19,7 @@ from journal.events import MetricRecorded, OutputChunk
 from journal.output import output_text
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
-from journal.service.steps import Echo, Measure, StepRun, run_step_fleet
+from journal.service.steps import Measure, StepRun, StepWatch, run_step_fleet
 from journal.store import EventStore
 from journal.transport import Outcome
 
@@ -77,7 +77,7 @@ def run_bench(
     runbook: Runbook,
     spec: BenchmarkSpec,
     hosts: list[Host],
-    echo: Echo,
+    echo: StepWatch,
     labels: dict[str, str],
     *,
     accept_new_host_key: bool = False,

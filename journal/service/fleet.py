@@ -34,22 +34,12 @@ class Schedule:
     parallel: int | None = None
     rolling: int | None = None
 
-    @classmethod
-    def from_options(cls, parallel: int | None, rolling: int | None) -> Schedule:
-        """The schedule of ``--parallel N`` / ``--rolling N``; bad values are bad input."""
-        for flag, value in (("--parallel", parallel), ("--rolling", rolling)):
+    def __post_init__(self) -> None:
+        for name, value in (("parallel", self.parallel), ("rolling", self.rolling)):
             if value is not None and value < 1:
-                raise BadInput(
-                    f"{flag} {value}: give the number of hosts at work at once, 1 or more "
-                    f"({flag} 1 runs one host at a time)"
-                )
-        if parallel is not None and rolling is not None:
-            raise BadInput(
-                f"--parallel {parallel} and --rolling {rolling} cannot be combined: "
-                "--rolling N already runs N hosts at a time (and stops at a failure), "
-                "--parallel N runs every host, N at a time; pick one"
-            )
-        return cls(parallel, rolling)
+                raise BadInput(f"a {name} schedule needs 1 host or more at once, not {value}")
+        if self.parallel is not None and self.rolling is not None:
+            raise BadInput("a schedule is either parallel or rolling, not both")
 
     def describe(self) -> str:
         """``all at once``, ``at most 2 at once``, ``rolling, 1 at a time``."""

@@ -18,14 +18,14 @@ from journal.projections.stored import current_timeline
 from journal.runbook import Host, Runbook, Step
 from journal.service.findings import findings_for_runs
 from journal.service.fleet import FleetRun, Schedule
-from journal.service.steps import Echo, StepRun, exit_status, new_run_id, run_step_fleet
+from journal.service.steps import StepRun, StepWatch, exit_status, new_run_id, run_step_fleet
 from journal.store import EventStore
 
 
 class PlanReporter(Protocol):
     """Hears how a plan run goes, step by step and batch by batch."""
 
-    def echo_for(self, count: int) -> Echo:
+    def echo_for(self, count: int) -> StepWatch:
         """What shows a step's output and its fleet's progress on ``count`` hosts."""
         ...
 
@@ -54,7 +54,9 @@ class PlanReporter(Protocol):
         """A step begins on its hosts."""
         ...
 
-    def step_verdict(self, run: FleetRun[StepRun], echo: Echo, findings: list[Finding]) -> None:
+    def step_verdict(
+        self, run: FleetRun[StepRun], echo: StepWatch, findings: list[Finding]
+    ) -> None:
         """A step ended on its hosts (shown through ``echo``), with the findings about it."""
         ...
 

@@ -12,7 +12,7 @@ from journal.redact import Redactor
 from journal.runbook import Host, Runbook
 from journal.service.checks import HostChecks
 from journal.service.fleet import FleetRun, HostVerdict, Schedule, run_fleet
-from journal.service.steps import Echo, connect, new_run_id
+from journal.service.steps import StepWatch, connect, new_run_id
 from journal.store import EventStore
 from journal.transport import transport_for
 
@@ -43,7 +43,7 @@ def run_probe(
     runbook: Runbook,
     name: str,
     hosts: list[Host],
-    echo: Echo,
+    echo: StepWatch,
     *,
     accept_new_host_key: bool = False,
     schedule: Schedule | None = None,

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 from journal.events import HostKeyAccepted, JournalOpened, StepFinished, StepStarted
 from journal.expect import Verdict
@@ -54,63 +53,20 @@ class StepRun:
     failed_expectations: list[Verdict] = field(default_factory=list)
 
 
-class Echo(FleetWatch):
-    """Shows live output in the terminal; with several hosts each line gets a host prefix.
-    (As a :class:`FleetWatch` it ignores the fleet's progress; the live table does not.)"""
-
-    def __init__(
-        self,
-        prefix: bool,
-        out: BinaryIO | None = None,
-        err: BinaryIO | None = None,
-    ) -> None:
-        self.prefix = prefix
-        self.out = out or sys.stdout.buffer
-        self.err = err or sys.stderr.buffer
-        self._lock = threading.Lock()
-        self._partial: dict[tuple[str, str], bytes] = {}
+class StepWatch(FleetWatch):
+    """Hears a step run as it goes: the output of each host, journal's own lines, the end of a
+    host's step. The command line's terminal echo and live table are such watches; these do
+    nothing (a service never prints)."""
 
     def for_host(self, host: str) -> Callable[[str, bytes], None]:
-        def write(stream: str, data: bytes) -> None:
-            target = self.out if stream == "stdout" else self.err
-            with self._lock:
-                if self.prefix:
-                    data = self._prefixed(host, stream, data)
-                if data:
-                    target.write(data)
-                    target.flush()
-
-        return write
-
-    def _prefixed(self, host: str, stream: str, data: bytes) -> bytes:
-        key = (host, stream)
-        lines = (self._partial.pop(key, b"") + data).split(b"\n")
-        if lines[-1]:
-            self._partial[key] = lines[-1]
-        tag = f"[{host}] ".encode()
-        return b"".join(tag + line + b"\n" for line in lines[:-1])
+        """Where a host's output goes, chunk by chunk: ``write(stream, data)``."""
+        return lambda stream, data: None
 
     def say(self, text: str) -> None:
-        """A line of journal's own (probe results, verdicts) on stderr."""
-        with self._lock:
-            self.err.write(f"journal: {text}\n".encode())
-            self.err.flush()
-
-    def interrupted(self) -> None:
-        """Say, past the ``^C`` the terminal echoed, that every host is told to stop."""
-        with self._lock:
-            self.err.write("\njournal: interrupting every host…\n".encode())
-            self.err.flush()
+        """A line of journal's own (probe results, verdicts)."""
 
     def flush_host(self, host: str) -> None:
-        """Write what is left of a host's last line when its step ends."""
-        with self._lock:
-            for stream in ("stdout", "stderr"):
-                rest = self._partial.pop((host, stream), b"")
-                if rest:
-                    target = self.out if stream == "stdout" else self.err
-                    target.write(f"[{host}] ".encode() + rest + b"\n")
-                    target.flush()
+        """A host's step ended: what is left of its last line may be shown."""
 
 
 def ensure_opened(store: EventStore, runbook: Runbook) -> None:
@@ -136,7 +92,7 @@ def run_step_fleet(
     runbook: Runbook,
     step: Step,
     hosts: list[Host],
-    echo: Echo,
+    echo: StepWatch,
     *,
     accept_new_host_key: bool = False,
     plan_run: str | None = None,
@@ -175,7 +131,7 @@ def _run_on_host(
     runbook: Runbook,
     step: Step,
     host: Host,
-    echo: Echo,
+    echo: StepWatch,
     cancel: threading.Event,
     accept_new_host_key: bool,
     plan_run: str | None,
