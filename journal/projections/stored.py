@@ -165,6 +165,27 @@ def load(cache: ProjectionCache, journal: str) -> Restored | None:
     return None
 
 
+def load_newest(cache: ProjectionCache, journal: str, newest: int) -> tuple[Restored, int] | None:
+    """Only the ``newest`` items of the stored timeline (what a first page shows of a long
+    journal), and how many items it holds in all; None when there is none of this version."""
+    for _ in range(5):
+        head = cache.head(journal, PROJECTION)
+        if head is None or head.version != version():
+            return None
+        top = cache.rows(journal, PROJECTION, ["head"]).get("head") or {}
+        rows = cache.rows(journal, PROJECTION, cache.last_keys(journal, PROJECTION, "i:", newest))
+        refs = {k for d in rows.values() if d.get("kind") == "run" for k in d["snapshots"].values()}
+        refs |= set(top.get("latest_packages", {}).values())
+        rows.update(cache.rows(journal, PROJECTION, refs))
+        rows["head"] = top
+        if cache.head(journal, PROJECTION) != head:
+            continue
+        restored = _restore(journal, head, rows)
+        restored.unfinished &= set(restored.timeline.runs)
+        return restored, int(top.get("items", len(restored.timeline.items)))
+    return None
+
+
 def _restore(journal: str, head: Head, rows: dict[str, Any]) -> Restored:
     top = rows.get("head") or {}
     snapshots = {k: v for k, v in rows.items() if k.startswith("s:")}
@@ -221,6 +242,7 @@ def save(
         },
         "latest_packages": latest_packages,
         "unfinished": sorted(unfinished),
+        "items": len(timeline.items),
     }
     return cache.save(journal, PROJECTION, Head(version(), seq), rows, since=since, replace=anew)
 

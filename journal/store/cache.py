@@ -65,6 +65,21 @@ class ProjectionCache:
                     out[key] = json.loads(body)
         return out
 
+    def last_keys(self, journal: str, projection: str, prefix: str, limit: int) -> list[str]:
+        """The ``limit`` greatest keys starting with ``prefix``, in ascending order."""
+        query = (
+            select(projection_rows.c.key)
+            .where(
+                projection_rows.c.journal == journal,
+                projection_rows.c.projection == projection,
+                projection_rows.c.key.startswith(prefix, autoescape=True),
+            )
+            .order_by(projection_rows.c.key.desc())
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return sorted(conn.execute(query).scalars())
+
     def count(self, journal: str, projection: str, prefix: str, needle: str) -> int:
         """How many rows whose key starts with ``prefix`` hold ``needle`` in their JSON."""
         query = select(func.count()).where(

@@ -23,7 +23,7 @@ from journal.pitfalls.base import Finding
 from journal.pitfalls.ledger import Ledger
 from journal.projections import stored
 from journal.projections.packages import PackageDiff
-from journal.projections.timeline import StepRunView, Timeline
+from journal.projections.timeline import StepRunView, Timeline, settle
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
 from journal.web.fold import DiffCache, JournalFold
@@ -43,6 +43,8 @@ class JournalState:
     findings_seq: int = 0
     findings_generation: int = field(default=0, repr=False)
     diffs: DiffCache = field(default_factory=DiffCache, repr=False)
+    #: how many items the timeline holds in all when only its newest are loaded (0: all are)
+    partial: int = 0
 
     def findings_of(self, run_id: str) -> list[Finding]:
         """The findings about one step run."""
@@ -64,9 +66,9 @@ class JournalState:
                 out.setdefault(found.run, []).append(found)
         return out
 
-    def open_counts(self) -> dict[str, int]:
-        """Open findings by severity."""
-        return counts(self.findings)
+    def open_counts(self) -> dict[str, int] | None:
+        """Open findings by severity (None while only the newest items are loaded)."""
+        return None if self.partial else counts(self.findings)
 
     def diff(self, run: StepRunView) -> PackageDiff | None:
         """What the step changed in the target env (None without both snapshots)."""
@@ -180,6 +182,33 @@ class JournalStates:
             )
             self._cache[journal] = state
             return state
+
+    def newest(self, journal: str, newest: int) -> JournalState | None:
+        """The journal's newest ``newest`` items while the whole journal is still being
+        restored (a first page after start), and the whole restored in the background; the
+        whole state when it is there; None when the journal has no stored timeline yet."""
+        if journal in self._folds:
+            return self.get(journal)
+        found = stored.load_newest(self.cache, journal, newest)
+        if found is None:
+            return None
+        restored, total = found
+        timeline = restored.timeline
+        _, last = stored.fold_on(timeline, self.store.read(journal, after=restored.seq))
+        settle(timeline)  # runs stored as not ended (their end may have come since)
+        runs = list(timeline.runs)
+        findings = Ledger(self.store, journal).findings_of(runs)
+        with self._guard:
+            busy = self._judging.get(f"restore:{journal}")
+            if busy is None or not busy.is_alive():
+                thread = threading.Thread(
+                    target=self.get, args=(journal,), name=f"journal-restore-{journal}", daemon=True
+                )
+                self._judging[f"restore:{journal}"] = thread
+                thread.start()
+        seq = last or restored.seq
+        touched = {run: view.seq for run, view in timeline.runs.items()}
+        return JournalState(journal, seq, timeline, findings, touched, seq, 0, partial=total)
 
     def _restore(self, journal: str) -> JournalFold:
         """The journal's fold, from its stored timeline when there is one of this version."""

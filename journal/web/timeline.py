@@ -43,7 +43,7 @@ bp = Blueprint("timeline", __name__, url_prefix="/j/<journal>")
 def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
     matching = runs_matching(store(), state.journal, query.q) if query.q else None
     items = select_items(state, query, matching)
-    count = len(items)
+    count = state.partial or len(items)
     if not query.every and count > NEWEST:
         items = items[-NEWEST:]
     hosts = hosts_of(state, state.timeline.items)
@@ -68,8 +68,13 @@ def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
 
 @bp.get("")
 def page(journal: str) -> str | Response:
-    state = journal_or_404(journal)
     query = TimelineQuery.from_args(request.args)
+    state = None
+    if not (query.active or query.every or query.layout != "list"):
+        # the plain first page needs the newest items only, not the whole restored journal
+        state = states().newest(journal, NEWEST)
+    if state is None:
+        state = journal_or_404(journal)
     context = _context(state, query)
     if wants_fragment():
         response = make_response(render_template("timeline/_timeline_items.html", **context))
