@@ -15,7 +15,8 @@ each command a step run (started, its output, finished) on host `gpu-box`, with 
 install, an unswitched variant and a throughput figure among them, so that judging has
 something to find. It is appended through the real store and kept in a cache folder; each
 measurement works on a copy. Each figure is the median of ``--runs`` runs of the whole
-process, its peak RSS from the OS's accounting of the child (``resource.getrusage``).
+process, its peak RSS from the OS's accounting of the child (``os.wait4``); the cold timeline
+is the median of as many fresh starts of `journal serve`.
 
 Run: ``.venv/bin/python bench/history.py [--million] [--runs 3] [--cache DIR]``.
 """
@@ -233,13 +234,13 @@ def main() -> None:
                 args.runs, lambda i, db=db: journal_cmd(db, rb, "run", "step", "noop"), env
             )
             ack, _ = median_of(
-                1,
+                args.runs,
                 lambda i, db=db: journal_cmd(
                     db, rb, "pitfalls", "ack", "noop-install", "--note", "bench"
                 ),
                 env,
             )
-            cold = cold_timeline(db, rb, env)
+            cold = statistics.median(cold_timeline(db, rb, env) for _ in range(args.runs))
             ratio = step / base
             print(
                 f"{size:>10,}  {step:8.2f}s {ratio:6.2f} {rss:8.0f}  {ack:6.2f}s  {cold:12.3f}s"

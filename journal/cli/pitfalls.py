@@ -47,12 +47,12 @@ def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
     journal = ctx.journal()
     if args.action == "ack":
         covered = acknowledge(ctx.store, journal, args.finding, args.note, args.by)
-        what = _n(covered) if ":" in args.finding else f"{args.finding} in {covered} step runs"
+        what = _n(covered) if covered is not None else f"every {args.finding} finding so far"
         print(f"acknowledged {what} ({args.finding}) in {journal}")
         return 0
     if args.action == "unack":
         covered = unacknowledge(ctx.store, journal, args.finding, args.by)
-        what = _n(covered) if ":" in args.finding else f"{covered} step runs"
+        what = _n(covered) if covered is not None else f"every {args.finding} finding"
         print(f"withdrew the acknowledgement of {args.finding} ({what}) in {journal}")
         return 0
     found = findings(ctx.store, journal)

@@ -296,10 +296,10 @@ class Ledger:
         found.sort(key=_order)
         return with_acks(found, _acks(rows.get("acks")))
 
-    def runs_with(self, id: str) -> int:
-        """How many step runs have a finding of pitfall ``id`` (without loading them)."""
+    def has(self, id: str) -> bool:
+        """Whether the journal has a finding of pitfall ``id`` (none is loaded to tell)."""
         self.advance()
-        return self.cache.count(self.journal, PROJECTION, "run:", '"id":' + json.dumps(id))
+        return self.cache.holds(self.journal, PROJECTION, "run:", '"id":' + json.dumps(id))
 
     # -- folding -------------------------------------------------------------------------------
 

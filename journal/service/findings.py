@@ -92,10 +92,10 @@ def author_of(by: str | None) -> str:
 
 def acknowledge(
     store: EventStore, journal: str, target: str, note: str, by: str | None = None
-) -> int:
-    """Record that ``target`` (a finding's key, or a pitfall id) was looked at; how many
-    findings (for a pitfall id: step runs with one) it covers. An unknown key or id is
-    refused, so a typo records nothing. Only the findings the target names are read."""
+) -> int | None:
+    """Record that ``target`` (a finding's key, or a pitfall id: every finding of it made so
+    far) was looked at; how many findings a key covers (None for a pitfall id). An unknown key
+    or id is refused, so a typo records nothing. Only the findings the target names are read."""
     from journal.pitfalls.ledger import Ledger
 
     if not note.strip():
@@ -103,20 +103,24 @@ def acknowledge(
             "acknowledging a finding needs a note saying why it is fine or what was done"
         )
     ledger = Ledger(store, journal)
+    covered: int | None
     if ":" in target:
         covered = sum(1 for f in ledger.findings_of([target.split(":", 1)[1]]) if f.key == target)
+        found = covered > 0
     else:
-        covered = ledger.runs_with(target) if target in catalogue() else 0
-    if not covered:
+        covered, found = None, target in catalogue() and ledger.has(target)
+    if not found:
         _covered(ledger.findings(), journal, target)  # says what is wrong
     store.append(journal, [PitfallAcknowledged(finding=target, note=note, author=author_of(by))])
     return covered
 
 
-def unacknowledge(store: EventStore, journal: str, target: str, by: str | None = None) -> int:
+def unacknowledge(
+    store: EventStore, journal: str, target: str, by: str | None = None
+) -> int | None:
     """Withdraw the acknowledgement of ``target`` (a key or a pitfall id, as acknowledged);
-    how many findings (for a pitfall id: step runs with one) it covered. One not in force is
-    refused, so a typo records nothing."""
+    how many findings a key covered (None for a pitfall id). One not in force is refused, so
+    a typo records nothing."""
     from journal.pitfalls.ledger import Ledger
 
     book = AckBook()
@@ -128,11 +132,10 @@ def unacknowledge(store: EventStore, journal: str, target: str, by: str | None =
             f"{target!r} is not acknowledged in the journal {journal!r}"
             + (f"; acknowledged there: {', '.join(known[:8])}" if known else "")
         )
-    ledger = Ledger(store, journal)
+    covered: int | None = None
     if ":" in target:
-        covered = sum(1 for f in ledger.findings_of([target.split(":", 1)[1]]) if f.key == target)
-    else:
-        covered = ledger.runs_with(target)
+        found = Ledger(store, journal).findings_of([target.split(":", 1)[1]])
+        covered = sum(1 for f in found if f.key == target)
     store.append(journal, [PitfallUnacknowledged(finding=target, author=author_of(by))])
     return covered
 

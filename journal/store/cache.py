@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, and_, delete, func, insert, select, update
+from sqlalchemy import Engine, and_, delete, insert, select, update
 
 from journal.store.schema import projection_heads, projection_rows
 
@@ -80,16 +80,21 @@ class ProjectionCache:
         with self.engine.connect() as conn:
             return sorted(conn.execute(query).scalars())
 
-    def count(self, journal: str, projection: str, prefix: str, needle: str) -> int:
-        """How many rows whose key starts with ``prefix`` hold ``needle`` in their JSON."""
-        query = select(func.count()).where(
-            projection_rows.c.journal == journal,
-            projection_rows.c.projection == projection,
-            projection_rows.c.key.startswith(prefix, autoescape=True),
-            projection_rows.c.body.contains(needle, autoescape=True),
+    def holds(self, journal: str, projection: str, prefix: str, needle: str) -> bool:
+        """Whether a row whose key starts with ``prefix`` holds ``needle`` in its JSON (the
+        first one found answers: no row is decoded)."""
+        query = (
+            select(projection_rows.c.key)
+            .where(
+                projection_rows.c.journal == journal,
+                projection_rows.c.projection == projection,
+                projection_rows.c.key.startswith(prefix, autoescape=True),
+                projection_rows.c.body.contains(needle, autoescape=True),
+            )
+            .limit(1)
         )
         with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar() or 0)
+            return conn.execute(query).first() is not None
 
     def save(
         self,
