@@ -11,16 +11,16 @@ serves it): no request of any kind may leave it, whatever a host printed.
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from journal.export import wording
+from journal.resources import folder
 
 #: ``templates/`` at the repository root.
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = folder("templates")
 
 #: Nothing may be fetched; only the page's own inline styles apply (there is no script at
 #: all, so inline styles cannot be steered by one, and no request can carry anything away).

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 from journal.errors import BadInput
+from journal.resources import folder
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS = folder("migrations")
 
 #: How long an SQLite writer waits for another's lock before giving up.
 BUSY_TIMEOUT_MS = 60_000

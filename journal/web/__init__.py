@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from pathlib import Path
 from typing import Any
 
 from flask import Flask
 
-#: The repository root: ``templates/``, ``static/`` and ``node_modules/`` live there.
-ROOT = Path(__file__).resolve().parents[2]
+from journal.resources import folder, vendor_root
 
 #: Output lines per page of a step run (a page is loaded, or appended, at a time).
 LINES_PER_PAGE = 2000
@@ -32,8 +30,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """
     app = Flask(
         __name__,
-        template_folder=str(ROOT / "templates"),
-        static_folder=str(ROOT / "static"),
+        template_folder=str(folder("templates")),
+        static_folder=str(folder("static")),
     )
     app.config.from_mapping(
         DB=os.environ.get("JOURNAL_DB", "journal.db"),
@@ -41,7 +39,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         BIND="127.0.0.1",
         SECRET_KEY=secrets.token_hex(32),
         LINES_PER_PAGE=LINES_PER_PAGE,
-        NODE_MODULES=str(ROOT / "node_modules"),
+        NODE_MODULES=str(vendor_root()),
         SESSION_COOKIE_SAMESITE="Strict",
         SESSION_COOKIE_HTTPONLY=True,
         MAX_CONTENT_LENGTH=1024 * 1024,

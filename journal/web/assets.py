@@ -8,16 +8,11 @@ from pathlib import Path
 
 from flask import Blueprint, Response, abort, current_app, send_file
 
+from journal.resources import VENDOR
 from journal.web.output import ansi_css
 
 bp = Blueprint("assets", __name__, url_prefix="/static")
 
-#: name under /static/vendor/ -> path inside node_modules/
-VENDOR = {
-    "htmx.min.js": "htmx.org/dist/htmx.min.js",
-    "htmx.js": "htmx.org/dist/htmx.js",
-    "sse.js": "htmx-ext-sse/dist/sse.js",
-}
 
 
 @bp.get("/vendor/<name>")
