@@ -34,9 +34,11 @@ system-deps:
 		$(APT) update -qq && $(APT) install -y -qq $$missing >/dev/null; \
 	fi
 
+# Two workers (pytest-xdist), one per core of the machines this runs on: each starts its own
+# sshd, PostgreSQL and chromium on free loopback ports.
 test: install system-deps
 	$(BIN)/ruff check journal tests bench migrations
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 # The demo journal, then the web UI on it: its URL is printed; Ctrl-C stops it.
 demo: install

@@ -118,3 +118,26 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "journal.db")
     return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture(scope="session")
+def demo_journal(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """`journal demo` run once for the session (real uv, stand-in wheels): its database and
+    runbook. Nobody changes them: a test that records in the journal works on a copy
+    (:func:`copy_demo`)."""
+    from tests.helpers import journal, text
+
+    folder = tmp_path_factory.mktemp("session-demo") / "demo"
+    made = journal("demo", str(folder))
+    assert made.returncode == 0, text(made.stderr)
+    return folder / "journal.db", folder / "runbook.toml"
+
+
+def copy_demo(demo: tuple[Path, Path], folder: Path) -> Path:
+    """A copy of the session's demo database in ``folder`` (its runbook is shared, read-only)."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / "journal.db"
+    shutil.copy(demo[0], db)
+    return db

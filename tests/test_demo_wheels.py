@@ -45,11 +45,10 @@ def uv_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_build_is_fast_and_idempotent(tmp_path: Path) -> None:
-    """Building twice is quick, gives the same paths and leaves existing files untouched."""
-    start = time.perf_counter()
+def test_build_is_idempotent(tmp_path: Path) -> None:
+    """Building twice gives the same paths and leaves existing files untouched (how long it
+    takes is bench/'s to say, not a test's)."""
     first = build_indexes(tmp_path)
-    assert time.perf_counter() - start < 1.0
     assert set(first) == {"cu128", "cu130"}
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files}

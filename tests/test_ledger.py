@@ -26,6 +26,7 @@ from journal.pitfalls.ledger import PROJECTION, Ledger
 from journal.service.findings import replayed_findings
 from journal.store import EventStore
 from journal.store.cache import ProjectionCache
+from tests.conftest import copy_demo
 from tests.helpers import journal, text, write_runbook
 
 DEMO = "cuda13-demo"
@@ -82,11 +83,8 @@ def shown(found: list[Finding]) -> list[tuple]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("ledger-demo")
-    made = journal("demo", cwd=folder)
-    assert made.returncode == 0, text(made.stderr)
-    return folder / "demo" / "journal.db"
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_journal: tuple[Path, Path]) -> Path:
+    return copy_demo(demo_journal, tmp_path_factory.mktemp("ledger-demo"))
 
 
 @pytest.mark.parametrize("step", [1, 4, 25])

@@ -21,6 +21,7 @@ from journal.pitfalls.subjects import from_journal, from_transcript
 from journal.projections.packages import diff_packages, normalize
 from journal.service.findings import judged
 from journal.store import EventStore
+from tests.conftest import copy_demo
 from tests.helpers import journal, text
 
 H200 = Path(__file__).parent / "data" / "h200"
@@ -378,11 +379,10 @@ def test_an_acknowledgement_by_id_covers_earlier_findings_only_and_can_be_withdr
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("life-demo")
-    made = journal("demo", cwd=folder)
-    assert made.returncode == 0, text(made.stderr)
-    return folder / "demo" / "journal.db", folder / "demo" / "runbook.toml"
+def demo(
+    tmp_path_factory: pytest.TempPathFactory, demo_journal: tuple[Path, Path]
+) -> tuple[Path, Path]:
+    return copy_demo(demo_journal, tmp_path_factory.mktemp("life-demo")), demo_journal[1]
 
 
 def listed(db: Path, rb: Path, *extra: str) -> list[dict[str, Any]]:

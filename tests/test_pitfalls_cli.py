@@ -11,17 +11,17 @@ import pytest
 from journal.events import PitfallAcknowledged, StepStarted, TranscriptImported
 from journal.pitfalls import catalogue
 from journal.store import EventStore
+from tests.conftest import copy_demo
 from tests.helpers import journal, no_traceback, text
 
 SEED = Path(__file__).parent / "data" / "transcripts" / "seed-session.txt"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("demo") / "demo"
-    result = journal("demo", str(folder))
-    assert result.returncode == 0, text(result.stderr)
-    return folder / "journal.db", folder / "runbook.toml"
+def demo(
+    tmp_path_factory: pytest.TempPathFactory, demo_journal: tuple[Path, Path]
+) -> tuple[Path, Path]:
+    return copy_demo(demo_journal, tmp_path_factory.mktemp("demo")), demo_journal[1]
 
 
 def findings_of(db: Path, rb: Path) -> list[dict]:

@@ -29,6 +29,7 @@ from journal.store import EventStore
 from journal.web import create_app
 from journal.web.output import to_html
 from journal.web.selection import NEWEST
+from tests.conftest import copy_demo
 from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
 from tests.sshd import SshHome, SshServer
 
@@ -42,25 +43,22 @@ COLOUR = re.compile(r"\x1b\[[\d;]*m")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's database (five step runs on `local` with real uv)."""
-    folder = tmp_path_factory.mktemp("web-demo") / "demo"
-    result = journal("demo", str(folder))
-    assert result.returncode == 0, text(result.stderr)
-    return folder / "journal.db"
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_journal: tuple[Path, Path]) -> Path:
+    """The demo's database (five step runs on `local` with real uv), this module's copy."""
+    return copy_demo(demo_journal, tmp_path_factory.mktemp("web-demo"))
 
 
 @pytest.fixture(scope="module")
 def recorded(
     tmp_path_factory: pytest.TempPathFactory,
-    demo: Path,
+    demo_journal: tuple[Path, Path],
     sshd_fleet: list[SshServer],
     _ssh_home_session: SshHome,
 ) -> Path:
     """A journal recorded over two real sshds (h1: journal's own python; h2: the demo's env
     with the stand-in torch 2.12.0.dev…+cu130) and on `local` (box)."""
     folder = tmp_path_factory.mktemp("web-ssh")
-    h2_python = demo.parent / "ml-env" / "bin" / "python3"
+    h2_python = demo_journal[0].parent / "ml-env" / "bin" / "python3"  # read only
     assert h2_python.exists()
     rb = write_runbook(
         folder,
