@@ -54,6 +54,7 @@ bench: install system-deps
 	$(BIN)/python bench/pitfalls.py
 	$(BIN)/python bench/web.py
 	$(BIN)/python bench/fleet.py
+	$(BIN)/python bench/history.py
 
 clean:
 	rm -rf $(VENV) node_modules demo test-artifacts
