@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,11 @@ from journal.store import EventStore  # noqa: E402
 from tests.sshd import SshHome, SshServer  # noqa: E402
 
 RATIO_TARGET = 1.10
+HELP_TARGET_S = 0.15
+#: a step's fixed cost over bare Fabric, without snapshots and with them
+FIXED_EXTRA_S = 0.5
+SNAPSHOT_EXTRA_S = 0.9
+SEQ = "seq 200000"
 RSS_TARGET_MB = 150
 TIME = "/usr/bin/time"
 JOURNAL_NAME = "overhead"
@@ -51,8 +58,11 @@ def write_runbook(folder: Path, alias: str, sizes: list[int]) -> None:
         f'\n[[steps]]\nname = "{step_name(n)}"\nrun = "{command(n)}"\nsnapshots = false\n'
         for n in sizes
     )
+    # `seq 200000` with the package snapshots before and after (the default)
+    steps += f'\n[[steps]]\nname = "seq-snapshots"\nrun = "{SEQ}"\n'
     (folder / "runbook.toml").write_text(
-        f'[journal]\nname = "{JOURNAL_NAME}"\n\n[hosts.box]\nssh = "{alias}"\n{steps}'
+        f'[journal]\nname = "{JOURNAL_NAME}"\n\n[hosts.box]\nssh = "{alias}"\n'
+        f"python = {json.dumps(sys.executable)}\n{steps}"
     )
 
 
@@ -62,11 +72,11 @@ def expected_output(lines: int) -> tuple[int, str]:
     return len(out), hashlib.sha256(out).hexdigest()
 
 
-def fabric_run(home: SshHome, alias: str, lines: int) -> tuple[float, int]:
+def fabric_run(home: SshHome, alias: str, lines: int, run: str | None = None) -> tuple[float, int]:
     """Wall seconds (connect included) and stdout length of bare Fabric running the command."""
     started = time.perf_counter()
     with Connection(alias, config=Config(runtime_ssh_path=str(home.config_path))) as conn:
-        result = conn.run(command(lines), hide=True, in_stream=False)
+        result = conn.run(run or command(lines), hide=True, in_stream=False)
     return time.perf_counter() - started, len(result.stdout.encode())
 
 
@@ -89,9 +99,11 @@ def channel_run(home: SshHome, alias: str, lines: int) -> tuple[float, int]:
     return time.perf_counter() - started, size
 
 
-def journal_run(folder: Path, env: dict[str, str], lines: int) -> tuple[float, float | None]:
+def journal_run(
+    folder: Path, env: dict[str, str], lines: int, step: str | None = None
+) -> tuple[float, float | None]:
     """Wall seconds of the `journal run step` process and its peak RSS in MB."""
-    argv = [sys.executable, "-m", "journal", "run", "step", step_name(lines)]
+    argv = [sys.executable, "-m", "journal", "run", "step", step or step_name(lines)]
     stats = folder / "time.txt"
     timed = [TIME, "-v", "-o", str(stats), *argv] if Path(TIME).exists() else argv
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -164,10 +176,38 @@ def main() -> int:
             journal_run(folder, env, 1)  # creates the database and the journal
             fabric_fixed, _ = fabric_run(home, server.alias, 1)
             journal_fixed, base_mb = journal_run(folder, env, 1)
+            helps = []
+            for _ in range(5):
+                started = time.perf_counter()
+                subprocess.run(
+                    [sys.executable, "-m", "journal", "--help"],
+                    env=env,
+                    capture_output=True,
+                    check=True,
+                )
+                helps.append(time.perf_counter() - started)
+            help_s = statistics.median(helps)
+            print(
+                f"journal --help: {help_s:.2f} s (median of 5)  "
+                f"{'OK' if help_s <= HELP_TARGET_S else 'OVER TARGET'} <= {HELP_TARGET_S} s"
+            )
+            extra = journal_fixed - fabric_fixed
             print(
                 f"fixed cost (a 1-line command): bare Fabric {fabric_fixed:.2f} s, "
-                f"journal run step {journal_fixed:.2f} s, peak RSS {base_mb or 0:.0f} MB"
+                f"journal run step {journal_fixed:.2f} s (+{extra:.2f} s, "
+                f"{'OK' if extra <= FIXED_EXTRA_S else 'OVER TARGET'} <= +{FIXED_EXTRA_S} s), "
+                f"peak RSS {base_mb or 0:.0f} MB"
             )
+            failed |= help_s > HELP_TARGET_S or extra > FIXED_EXTRA_S
+            bare_seq, _ = fabric_run(home, server.alias, 0, SEQ)
+            snap, _ = journal_run(folder, env, 0, "seq-snapshots")
+            extra = snap - bare_seq
+            print(
+                f"`{SEQ}` with the package snapshots before and after: bare Fabric "
+                f"{bare_seq:.2f} s, journal run step {snap:.2f} s (+{extra:.2f} s, "
+                f"{'OK' if extra <= SNAPSHOT_EXTRA_S else 'OVER TARGET'} <= +{SNAPSHOT_EXTRA_S} s)"
+            )
+            failed |= extra > SNAPSHOT_EXTRA_S
             print(
                 f"targets: journal <= {RATIO_TARGET:.2f}x bare Fabric; "
                 f"peak RSS < {RSS_TARGET_MB} MB at every size"
