@@ -141,3 +141,33 @@ def copy_demo(demo: tuple[Path, Path], folder: Path) -> Path:
     db = folder / "journal.db"
     shutil.copy(demo[0], db)
     return db
+
+
+#: What each marker stands for: the fixtures that start that component (see pyproject.toml).
+MARKED_BY = {
+    "ssh": {"sshd", "sshd_fleet", "_ssh_home_session", "ssh_home", "fleet"},
+    "postgres": {"postgres", "postgres_url"},
+    "browser": {"chromium", "browser", "page"},
+}
+#: Modules that build wheels, venvs or huge inputs: seconds a test.
+SLOW_MODULES = {
+    "test_packaging",
+    "test_pitfalls_properties",
+    "test_demo",
+    "test_snapshot_fingerprint",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the real components it starts, so `-m "not browser"` and the like
+    pick a part of the suite: ssh, postgres, browser, slow."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in MARKED_BY.items():
+            if names & fixtures:
+                item.add_marker(marker)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("store_url") == "postgresql":
+            item.add_marker("postgres")
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker("slow")
