@@ -19,8 +19,14 @@ import copy
 import itertools
 from collections.abc import Callable, Iterable
 
-from journal.events import ExpectationChecked, StepFinished
+from journal.events import (
+    ExpectationChecked,
+    PitfallAcknowledged,
+    PitfallUnacknowledged,
+    StepFinished,
+)
 from journal.mapper import Recorded
+from journal.pitfalls.lifecycle import AckBook
 from journal.projections.packages import PackageDiff
 from journal.projections.stored import Restored
 from journal.projections.timeline import (
@@ -32,8 +38,10 @@ from journal.projections.timeline import (
     recorder_alive,
     settle,
 )
+from journal.service.findings import fold_ack
 
 Alive = Callable[[str, int], bool]
+
 
 
 class DiffCache:
@@ -70,6 +78,9 @@ class JournalFold:
         self.generation = 0
         self.timeline = Timeline(journal)
         self.changed: list[TimelineItem] = []
+        #: the acknowledgements in force, folded as they come: a page shows one at once, even
+        #: while the findings are judged again in the background
+        self.acks = AckBook()
         #: run -> the sequence number of its newest event
         self.touched: dict[str, int] = {}
         self._position: dict[str, int] = {}  # run -> its index in timeline.items
@@ -89,6 +100,8 @@ class JournalFold:
             tl.events += 1
             tl.last_ts = rec.ts
             self.generation += 1
+            if isinstance(event, PitfallAcknowledged | PitfallUnacknowledged):
+                fold_ack(self.acks, rec)
             run = event.run_id
             if run is not None:
                 self.touched[run] = rec.seq

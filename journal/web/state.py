@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 
 from flask import Flask, abort, current_app
 
+from journal.events import PitfallAcknowledged, PitfallUnacknowledged
 from journal.mapper import Recorded
 from journal.pitfalls import counts
 from journal.pitfalls.base import Finding
 from journal.pitfalls.ledger import Ledger
+from journal.pitfalls.lifecycle import with_acks
 from journal.projections import stored
 from journal.projections.packages import PackageDiff
 from journal.projections.timeline import StepRunView, Timeline, settle
+from journal.service.findings import fold_ack
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
 from journal.web.fold import DiffCache, JournalFold
@@ -169,7 +172,8 @@ class JournalStates:
                 self._cache.pop(journal, None)
                 raise
             verdict = self._judge(fold)
-            findings = verdict.findings
+            # acknowledgements as folded now, over findings perhaps judged a little earlier
+            findings = with_acks(verdict.findings, fold.acks)
             state = JournalState(
                 journal,
                 fold.last_seq,
@@ -218,7 +222,12 @@ class JournalStates:
             self._dirty.add(journal)
             return JournalFold(journal)
         self._heads[journal] = restored.head
-        return JournalFold.restored(restored)
+        fold = JournalFold.restored(restored)
+        kinds = [PitfallAcknowledged.type, PitfallUnacknowledged.type]
+        for rec in self.store.read(journal, types=kinds):  # those before the stored head
+            if rec.seq <= fold.last_seq:
+                fold_ack(fold.acks, rec)
+        return fold
 
     def _store_timeline(self, fold: JournalFold) -> None:
         """Store what the last batch changed in the timeline projection, for the next process
@@ -331,8 +340,12 @@ def _upto(records: Iterable[Recorded], upto: int) -> Iterator[Recorded]:
 
 
 def init_app(app: Flask) -> None:
-    """Open the app's database (the schema brought to head, as every command does)."""
-    app.extensions["journal"] = JournalStates(EventStore(str(app.config["DB"])))
+    """Open the app's database (the schema brought to head, as every command does).
+    ``SYNC_JUDGE_S`` (config) is how long judging may take and still be done at once."""
+    app.extensions["journal"] = JournalStates(
+        EventStore(str(app.config["DB"])),
+        sync_judge_s=float(app.config.get("SYNC_JUDGE_S", SYNC_JUDGE_S)),
+    )
 
 
 def warm(app: Flask) -> threading.Thread:
