@@ -25,7 +25,7 @@ from journal.pitfalls.base import Finding
 from journal.pitfalls.ledger import PROJECTION, Ledger
 from journal.service.findings import replayed_findings
 from journal.store import EventStore
-from journal.store.cache import ProjectionCache
+from journal.store.cache import Head, ProjectionCache
 from tests.conftest import copy_demo
 from tests.helpers import journal, text, write_runbook
 
@@ -149,20 +149,23 @@ def test_rebuild_refills_it_and_verify_never_reads_it(demo: Path, tmp_path: Path
         store.close()
 
 
-def test_a_new_version_of_the_detectors_judges_the_journal_again(
-    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_state_made_by_other_detectors_is_judged_again(demo: Path, tmp_path: Path) -> None:
     db = tmp_path / "journal.db"
     db.write_bytes(demo.read_bytes())
     store = EventStore(str(db))
     try:
         Ledger(store, DEMO).advance()
-        monkeypatch.setattr(ledger_module, "version", lambda: "a-better-detector")
+        # the stored state as an older journal (other detector code) left it
+        cache = ProjectionCache(store.engine)
+        head = cache.head(DEMO, PROJECTION)
+        assert head is not None
+        older = Head("an-older-version", head.seq)
+        assert cache.save(DEMO, PROJECTION, older, {}, since=head)
         counting = Counting(store)
         found = Ledger(counting, DEMO).findings()  # type: ignore[arg-type]
         assert counting.seen[0] == 1 and len(counting.seen) >= store.count(DEMO)  # every event
-        head = ProjectionCache(store.engine).head(DEMO, PROJECTION)
-        assert head is not None and head.version == "a-better-detector"
+        head = cache.head(DEMO, PROJECTION)
+        assert head is not None and head.version == ledger_module.version()
         assert shown(found) == shown(replayed_findings(store, DEMO)[0])
     finally:
         store.close()
