@@ -60,6 +60,81 @@ PIP_INSTALLED_FAST = re.compile(r"Successfully installed ")
 PIP_UNINSTALLED = re.compile(r"\s*Successfully uninstalled (\S+)\s*$")
 PIP_UNINSTALLED_FAST = re.compile(r"Successfully uninstalled ")
 PIP_ROLLBACK = re.compile(r"Rolling back uninstall of (\S+)")
+#: conda's plan: `The following packages will be DOWNGRADED:` (UPDATED, SUPERSEDED by a
+#: higher-priority channel, REMOVED; `The following NEW packages will be INSTALLED:`), then
+#: one line per package: `  numpy    1.26.0-py311h08b1b3b_0 --> 1.24.3-py311h08b1b3b_1`,
+#: `  pytorch  pytorch/linux-64::pytorch-2.1.0-py3.11_cpu_0`.
+CONDA_BLOCK = re.compile(
+    r"^The following (?:NEW )?packages will be (?P<kind>INSTALLED|UPDATED|DOWNGRADED|REMOVED"
+    r"|SUPERSEDED)\b[^\n]*:[ \t]*$",
+    re.M,
+)
+CONDA_ENTRY = re.compile(
+    r"^[ \t]+(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*)[ \t]+(?P<old>\S+)"
+    r"(?:[ \t]+-->[ \t]+(?P<new>\S+))?[ \t]*$"
+)
+
+
+@dataclass(frozen=True)
+class CondaEntry:
+    """One package of a conda plan: its name (conda's ``pytorch`` is ``torch``), the version
+    and build it had and gets (None where absent), and the line."""
+
+    name: str
+    before: str | None
+    before_build: str
+    after: str | None
+    after_build: str
+    line: Evidence
+
+
+def _conda_spec(name: str, spec: str) -> tuple[str, str]:
+    """(version, build) of ``pytorch/linux-64::pytorch-2.1.0-py3.11_cpu_0`` or ``1.0-cuda``
+    (a build cut short with ``~`` is kept as shown)."""
+    spec = spec.rpartition("::")[2]
+    if spec.startswith(name + "-"):
+        spec = spec[len(name) + 1 :]
+    version, _, build = spec.partition("-")
+    return version, build
+
+
+def conda_plan(run: Run) -> list[CondaEntry]:
+    """The packages of the conda (or mamba) plans the run's output shows, in order."""
+    if not run.has("The following "):
+        return []
+    found = []
+    text = run.text
+    for block in CONDA_BLOCK.finditer(text):
+        kind = block.group("kind")
+        pos = block.end() + 1
+        seen = 0
+        while pos < len(text) and seen < 2000:
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            line = text[pos:end]
+            pos = end + 1
+            if not line.strip():
+                if seen:
+                    break
+                continue
+            if line.strip().strip(".") == "":
+                continue  # `  ......` where a poster cut the list
+            match = CONDA_ENTRY.match(line)
+            if not match:
+                break
+            seen += 1
+            name = match.group("name")
+            old = _conda_spec(name, match.group("old"))
+            new = _conda_spec(name, match.group("new")) if match.group("new") else None
+            key = "torch" if name == "pytorch" else name
+            evidence = run.line_at(end - len(line))
+            if kind == "INSTALLED":
+                found.append(CondaEntry(key, None, "", old[0], old[1], evidence))
+            elif kind == "REMOVED":
+                found.append(CondaEntry(key, old[0], old[1], None, "", evidence))
+            elif new is not None:
+                found.append(CondaEntry(key, old[0], old[1], new[0], new[1], evidence))
+    return found
 
 
 def grep_lines(
@@ -261,11 +336,19 @@ def output_changes(run: Run) -> list[Change]:
         name, _, version = match.group(1).rpartition("-")
         if name and normalize(name) in seen and normalize(name) not in rolled_back:
             seen[normalize(name)].lines.append(line)
+    for conda in conda_plan(run):
+        item = entry(conda.name)
+        item.lines.append(conda.line)
+        item.before_known = True
+        item.before = item.before or conda.before
+        item.after = conda.after
     found = []
     for key, item in seen.items():
         if key in rolled_back or (item.before is None and item.after is None):
             continue
-        if item.after is None and not (uv_done or run.has("Successfully uninstalled")):
+        if item.after is None and not (
+            uv_done or run.has("Successfully uninstalled", "will be REMOVED")
+        ):
             continue  # pip found it but the output never says it went
         found.append(
             Change(item.name, item.before, item.after, tuple(item.lines), item.before_known)
@@ -312,7 +395,8 @@ def unique(evidence: Iterable[Evidence]) -> list[Evidence]:
 def short(run: Run) -> str:
     """The command as a title quotes it: the install with its named packages, or its start."""
     for req in requests(run.command):
-        words = ["uv pip install" if req.tool == "uv" else "pip install"]
+        verb = {"uv": "uv pip install", "pip": "pip install"}.get(req.tool, f"{req.tool} install")
+        words = [verb]
         words += [r.name + (r.spec or "") for r in req.packages] or ["…"]
         words += [o for o in req.options if o in SHOWN_OPTIONS]
         return f"`{' '.join(dict.fromkeys(words))}`"

@@ -44,9 +44,21 @@ MIN_DRIVER_FOR_CUDA: dict[tuple[int, int], str] = {
     (12, 9): "575.51.03",
     (12, 8): "570.26",
     (12, 6): "560.28.03",
+    (12, 5): "555.42.02",
     (12, 4): "550.54.14",
+    (12, 3): "545.23.06",
+    (12, 2): "535.54.03",
     (12, 1): "530.30.02",
+    (12, 0): "525.60.13",
     (11, 8): "520.61.05",
+    (11, 7): "515.43.04",
+    (11, 6): "510.39.01",
+    (11, 5): "495.29.05",
+    (11, 4): "470.42.01",
+    (11, 3): "465.19.01",
+    (11, 2): "460.27.03",
+    (11, 1): "455.23.04",
+    (11, 0): "450.36.06",
 }
 
 #: Compute capabilities of the data-centre and recent GPUs, by the name NVML gives them.
@@ -79,6 +91,18 @@ SMI_LIST = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?) \(UUID: GPU-", re.M)
 SMI_BANNER = re.compile(
     r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>\d+\.\d+)"
 )
+
+
+def cuda_of_driver(version: Any) -> tuple[int, int] | None:
+    """The newest CUDA a Linux driver supports (470.82.01: 11.4), from the oldest driver of
+    each CUDA release; None for a version older than any of them, or no version."""
+    if not isinstance(version, str) or not re.match(r"^\d+\.\d+", version):
+        return None
+    have = tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+    for cuda, minimum in sorted(MIN_DRIVER_FOR_CUDA.items(), reverse=True):
+        if have >= tuple(int(p) for p in minimum.split(".")):
+            return cuda
+    return None
 
 
 def known(value: Any) -> Any:
@@ -290,6 +314,24 @@ def host_driver_cuda(subject: Subject, run: Run) -> tuple[int, int] | None:
         if banner:
             return major_minor(banner[0][0].group("cuda"))
     return None
+
+
+def printed_pair(
+    subject: Subject, run: Run, first: tuple[str, ...], second: tuple[str, ...]
+) -> tuple[Any, Any] | None:
+    """Two facts of ``run``'s host as its output (and earlier output on the host) shows them,
+    the first known of each list of names (:mod:`journal.pitfalls._printed`), when ``run``
+    itself showed one of them and has no torch-env probe (which decides by itself)."""
+    from journal.pitfalls import _printed
+
+    seen = _printed.at(subject, run)
+    if seen is None or torch_env(run) is not None:
+        return None
+    if not (set(first) | set(second)) & seen.shown:
+        return None
+    a = next((seen.get(n) for n in first if seen.get(n) is not None), None)
+    b = next((seen.get(n) for n in second if seen.get(n) is not None), None)
+    return (a, b) if a is not None and b is not None else None
 
 
 def site_package(path: str) -> str | None:

@@ -189,6 +189,7 @@ class Run:
     _newlines: list[int] | None = field(default=None, repr=False)
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)
+    _facts: list[Any] | None = field(default=None, repr=False)  # journal.pitfalls._printed
 
     def has(self, *needles: str) -> bool:
         """Whether the output holds any of these strings (a fast test before a regex);
@@ -264,6 +265,7 @@ class Subject:
     name: str = ""
     metrics: list[Any] = field(default_factory=list)
     _index: dict[int, int] | None = field(default=None, repr=False)
+    _printed: dict[int, Any] | None = field(default=None, repr=False)  # pitfalls._printed
 
     @property
     def journal(self) -> bool:

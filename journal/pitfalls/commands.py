@@ -1,5 +1,6 @@
-"""Reading install commands: which packages a `pip install` / `uv pip install` asked for, from
-which index and which variant (``cu130``), and whether it forced a reinstall or an upgrade."""
+"""Reading install commands: which packages a `pip install` / `uv pip install` (or a `conda`,
+`mamba`, `micromamba` install) asked for, from which index and which variant (``cu130``), and
+whether it forced a reinstall or an upgrade."""
 
 from __future__ import annotations
 
@@ -105,27 +106,44 @@ class InstallRequest:
     requirement_files: tuple[str, ...] = ()
     raw: str = ""
     options: tuple[str, ...] = field(default=())
+    #: the variant a conda install asks for with a package (``pytorch-cuda=12.1``: cu121,
+    #: ``cpuonly``: cpu; ``cuda`` where no version is named)
+    asked: str | None = None
 
     @property
     def variant(self) -> str | None:
-        """The variant asked for: a pin's local version, else the index URL's (``…/cu130``)."""
+        """The variant asked for: a pin's local version, else the index URL's (``…/cu130``);
+        for conda, what its packages ask for."""
+        if self.asked:
+            return self.asked
         for req in self.packages:
             if req.variant:
                 return req.variant
+        return self.index_variant
+
+    @property
+    def asks_for_something_new(self) -> bool:
+        """Another index, a variant, or a name without a pin: things a no-op silently ignores.
+        Exact pins of whole builds (``torch==2.9.1+cu128`` from the cu128 index) ask for
+        nothing an installed copy that satisfies them is not: a torch pin without its local
+        version (``torch==2.9.1``) from a variant's index still asks for that variant."""
+        if any(r.spec is None for r in self.packages):
+            return True
+        if all(r.pinned and "*" not in r.pinned for r in self.packages):
+            index = self.index_variant
+            return index is not None and any(
+                r.key.startswith("torch") and r.variant != index for r in self.packages
+            )
+        return bool(self.indexes) or self.variant is not None
+
+    @property
+    def index_variant(self) -> str | None:
+        """The variant the index URL names (``…/whl/cu130``)."""
         for url in self.indexes:
             found = _VARIANT.search(url.rsplit("/", 2)[-1] if url else "") or _VARIANT.search(url)
             if found:
                 return found.group(1)
         return None
-
-    @property
-    def asks_for_something_new(self) -> bool:
-        """Another index, a variant, or a name without a pin: things a no-op silently ignores."""
-        return (
-            bool(self.indexes)
-            or self.variant is not None
-            or any(r.spec is None for r in self.packages)
-        )
 
     def names(self) -> set[str]:
         return {r.key for r in self.packages}
@@ -166,6 +184,9 @@ def _install_requests(command: str) -> tuple[InstallRequest, ...]:
                 break
             if re.fullmatch(r"pip(?:3(?:\.\d+)?)?", base) and words[i + 1 : i + 2] == ["install"]:
                 found.append(_parse("pip", words[i + 2 :], command))
+                break
+            if base in CONDAS and words[i + 1 : i + 2] in (["install"], ["create"]):
+                found.append(_conda(base, words[i + 2 :], command))
                 break
             if re.fullmatch(r"python(?:3(?:\.\d+)?)?", base) and words[i + 1 : i + 4] == [
                 "-m",
@@ -220,9 +241,76 @@ def _parse(tool: str, args: list[str], raw: str) -> InstallRequest:
     )
 
 
+#: The conda front ends whose `install` / `create` is read.
+CONDAS = ("conda", "mamba", "micromamba")
+#: conda options that take a value.
+CONDA_VALUE_OPTIONS = {
+    "-c",
+    "--channel",
+    "-n",
+    "--name",
+    "-p",
+    "--prefix",
+    "--file",
+    "--override-channels-with",
+    "--solver",
+    "--repodata-fn",
+}
+_CONDA_SPEC = re.compile(r"^(?:[\w.-]+::)?(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*)(?P<rest>.*)$")
+
+
+def _conda(tool: str, args: list[str], raw: str) -> InstallRequest:
+    """A conda install: its package specs (``pytorch==1.12.1``, ``pytorch-cuda=12.1``,
+    ``"pytorch>=2"``; conda's ``pytorch`` is torch), channels and the variant they ask for."""
+    packages, channels, options = [], [], []
+    asked = None
+    skip = False
+    for index, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg.startswith("-"):
+            name, eq, value = arg.partition("=")
+            options.append(name)
+            if name in CONDA_VALUE_OPTIONS:
+                if not eq:
+                    value = args[index + 1] if index + 1 < len(args) else ""
+                    skip = True
+                if name in ("-c", "--channel"):
+                    channels.append(value)
+            continue
+        match = _CONDA_SPEC.match(arg.strip())
+        if not match:
+            continue
+        name, rest = match.group("name"), match.group("rest").strip()
+        version = re.match(r"^=?=?\s*([\d.]+)", rest)
+        if name in ("pytorch-cuda", "cudatoolkit", "cuda-toolkit", "cuda-version"):
+            digits = version.group(1).split(".")[:2] if version else []
+            asked = f"cu{''.join(digits)}" if len(digits) == 2 else (asked or "cuda")
+        elif name == "cpuonly":
+            asked = "cpu"
+        elif name == "pytorch" and "cuda" in rest:
+            asked = asked or "cuda"  # pytorch=*=*cuda*
+        key = "torch" if name == "pytorch" else name
+        spec = rest if rest and rest[0] in "=<>!~" else None
+        packages.append(Requirement(key, spec))
+    return InstallRequest(
+        tool, tuple(packages), tuple(channels), False, False, (), raw, tuple(options), asked
+    )
+
+
+def same_variant(found: str | None, asked: str) -> bool:
+    """Whether a build's variant (``cu128``, ``cpu``) is the one asked for (``cuda``: any)."""
+    if found is None:
+        return False
+    if asked == "cuda":
+        return found.startswith("cu") and found[2:3].isdigit()
+    return found == asked
+
+
 def cuda_of_variant(variant: str | None) -> str | None:
     """``13.0`` for ``cu130``, ``12.8`` for ``cu128``, ``11.8`` for ``cu118``."""
-    if not variant or not variant.startswith("cu"):
+    if not variant or not re.fullmatch(r"cu\d{2,3}", variant):
         return None
     digits = variant[2:]
     return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else None

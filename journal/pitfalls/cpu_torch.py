@@ -8,12 +8,20 @@ the first `.cuda()` raises `AssertionError: Torch not compiled with CUDA enabled
 still imports, so installs and simple checks pass, and the serving stack fails (or quietly
 runs on the CPU) later.
 
+The CPU build shows as a `+cpu` version, `torch.version.cuda` printed as None (by a check,
+alone or among other values, or collect_env's `CUDA used to build PyTorch: None`), or a conda
+build string with `cpu` (`pytorch-1.12.1-py3.8_cpu_0` in conda's plan or collect_env's
+`[conda]` lines).
+
 The GPUs are known from NVML in a `torch-env` probe, or from `nvidia-smi` printed in the same
-transcript; with them the finding is an error. Without any sign of a GPU, a CPU build may be
-what the host is for: `Torch not compiled with CUDA enabled` is still a warning (something
-asked for CUDA), a bare `+cpu` version only information. An install that asked for the CPU
-build (`…/whl/cpu`, `==x+cpu`) makes it information too. A CPU build that every later probe
-shows again is reported at the first probe only.
+transcript; with them the finding is an error. An install that asked for a CUDA build
+(`…/whl/cu130`, conda's `pytorch-cuda=12.1` or `cudatoolkit=11.8`) makes it a warning, and so
+does `Torch not compiled with CUDA enabled`. A host with no GPU in sight (`nvidia-smi: command
+not found`, collect_env's `Is CUDA available: False` with no GPU model) where nothing asked
+for CUDA gets no finding: a CPU build is what it can run. Otherwise, without any sign of a
+GPU, a bare `+cpu` version is information, and so is a CPU build an install asked for
+(`…/whl/cpu`, `==x+cpu`, conda's `cpuonly`). A CPU build that every later probe shows again
+is reported at the first probe only.
 """
 
 from __future__ import annotations
@@ -21,7 +29,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from journal.pitfalls import _printed as printed
 from journal.pitfalls import _runtime as rt
+from journal.pitfalls._install import conda_plan, unique
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.pitfalls.commands import install_requests
 
@@ -74,12 +84,33 @@ def _cpu_probe(run: Run) -> tuple[list[Evidence], str | None]:
     return [], None
 
 
-def _asked_for_cpu(subject: Subject, run: Run) -> bool:
-    return any(
-        req.variant == "cpu"
+def _asked_for(subject: Subject, run: Run) -> set[str]:
+    """The variants installs on ``run``'s host asked for (``cpu``, ``cu130``, ``cuda``)."""
+    return {
+        req.variant
         for other in rt.host_runs(subject, run)
         for req in install_requests(other.command)
-    )
+        if req.variant
+    }
+
+
+def _printed_cpu(run: Run) -> tuple[list[Evidence], str | None]:
+    """A CPU build as the output shows it otherwise: `torch.version.cuda` printed as None by a
+    check or collect_env, a conda build string with `cpu` (collect_env's `[conda] pytorch …
+    py3.10_cpu_0`, a conda plan that installs `pytorch-…-py3.8_cpu_0`)."""
+    found, version = [], None
+    rocm = run.has("+rocm") or any(f.name == "torch.hip" and f.value for f in printed.facts(run))
+    for fact in printed.facts(run):
+        if fact.name == "torch.cuda" and fact.value is None and not rocm:
+            found.append(fact.evidence)
+        elif fact.name == "torch.build" and "cpu" in str(fact.value):
+            found.append(fact.evidence)
+            version = version or str(fact.value).split()[0]
+    for entry in conda_plan(run):
+        if entry.name == "torch" and entry.after and "cpu" in entry.after_build:
+            found.append(entry.line)
+            version = version or f"{entry.after} ({entry.after_build})"
+    return found, version
 
 
 def detect(subject: Subject) -> Iterator[Finding]:
@@ -88,14 +119,19 @@ def detect(subject: Subject) -> Iterator[Finding]:
         probed, probed_version = _cpu_probe(run)
         if rt.torch_env(run) and not repeats.new(run, probed_version if probed else None):
             probed, probed_version = [], None  # the previous probe of this host said so
-        printed, printed_version = _cpu_lines(run)
-        evidence = probed + printed
+        shown, shown_version = _cpu_lines(run)
+        other, other_version = _printed_cpu(run)
+        evidence = probed + unique([*shown, *other])
         if not evidence:
             continue
-        version = probed_version or printed_version
+        version = probed_version or shown_version or other_version
         failed = any("not compiled with CUDA" in e.text for e in evidence)
         what = f"torch {version}" if version else "torch"
         gpus = rt.host_gpus(subject, run)
+        asked = _asked_for(subject, run)
+        asked_cuda = any(v.startswith("cu") for v in asked)
+        if not gpus and not asked_cuda and not probed and printed.no_gpu(subject, run):
+            continue  # no GPU in sight and nothing asked for CUDA: a CPU build is what fits
         driver = rt.host_driver_cuda(subject, run)
         wanted = rt.wheel_variant(driver) or "cu130"
         advice = (
@@ -105,13 +141,16 @@ def detect(subject: Subject) -> Iterator[Finding]:
             + ", and the torchvision/torchaudio of the same index; then check that "
             "torch.version.cuda is not None (`journal run probe torch-env`)"
         )
-        if _asked_for_cpu(subject, run):
+        if "cpu" in asked and not asked_cuda:
             severity = "info"
             title = f"{what} is a CPU build, as an install on this host asked (`…/cpu`, `+cpu`)"
         elif gpus:
             severity = "error"
             title = f"{what} is a CPU build, on a host with {gpus[0]}"
             evidence += gpus[1]
+        elif asked_cuda:
+            severity = "warning"
+            title = f"{what} is a CPU build, though an install on this host asked for CUDA"
         elif failed:
             severity = "warning"
             title = f"{what} is a CPU build, and the code asked for CUDA"

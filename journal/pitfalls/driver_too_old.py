@@ -11,7 +11,10 @@ PTX compiled at run time (Triton, flashinfer and other JIT kernels fail with `th
 was compiled with an unsupported toolchain`) and the newest APIs.
 
 From a `torch-env` probe: torch's CUDA against NVML's; a newer major is an error, a newer
-minor a warning. Every later probe that shows the same is not reported again.
+minor a warning. Every later probe that shows the same is not reported again. In a transcript
+(or a step's output) the same comparison is made between what different commands printed:
+`torch.version.cuda` (or collect_env's `CUDA used to build PyTorch`) against the `CUDA
+Version` of `nvidia-smi`'s banner, or the newest CUDA of the driver collect_env names.
 """
 
 from __future__ import annotations
@@ -87,7 +90,40 @@ def _from_probe(run: Run) -> Finding | None:
     )
 
 
+def _from_printed(subject: Subject, run: Run, told: set[object]) -> Finding | None:
+    """torch's CUDA as a check or collect_env printed it, against the driver's as
+    `nvidia-smi`'s banner or collect_env shows it, once per host and pair."""
+    pair = rt.printed_pair(subject, run, ("torch.cuda",), ("driver.cuda", "driver.version"))
+    if pair is None:
+        return None
+    torch_fact, driver_fact = pair
+    torch_cuda = rt.major_minor(str(torch_fact.value))
+    if driver_fact.name == "driver.cuda":
+        driver = rt.major_minor(str(driver_fact.value))
+        driver_text = f"supports CUDA {driver_fact.value}"
+    else:
+        driver = rt.cuda_of_driver(str(driver_fact.value))
+        driver_text = (
+            f"{driver_fact.value} supports CUDA {rt.dotted(driver)} at most" if driver else ""
+        )
+    if not torch_cuda or not driver or torch_cuda <= driver or run.host in told:
+        return None
+    told.add(run.host)
+    fact = f"torch was built with CUDA {rt.dotted(torch_cuda)}; the driver {driver_text}"
+    if torch_cuda[0] > driver[0]:
+        severity, title = "error", f"{fact}: torch cannot use the GPUs"
+    else:
+        severity = "warning"
+        title = (
+            f"{fact}: it runs by minor-version compatibility, but PTX compiled at run time "
+            "(Triton, flashinfer JIT) and the newest CUDA features fail"
+        )
+    evidence = [torch_fact.evidence, driver_fact.evidence]
+    return finding(ID, severity, title, _advice(torch_cuda, driver), evidence, run)
+
+
 def detect(subject: Subject) -> Iterator[Finding]:
+    told: set[object] = set()
     for run, probed in rt.with_probe_findings(subject, _from_probe):
         if probed is not None:
             yield probed
@@ -95,6 +131,9 @@ def detect(subject: Subject) -> Iterator[Finding]:
         old = run.grep(TOO_OLD, "too old", limit=1)
         short = run.grep(INSUFFICIENT, "insufficient for CUDA runtime", limit=1)
         if not old and not short:
+            compared = _from_printed(subject, run, told)
+            if compared is not None:
+                yield compared
             continue
         driver = rt.host_driver_cuda(subject, run)
         if old:
@@ -107,6 +146,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
         else:
             match, line = short[0]
             title = "the NVIDIA driver is older than the CUDA runtime: " + line.text.strip()
+        told.add(run.host)  # the error says it: the printed versions add nothing
         yield finding(
             ID, "error", title, _advice(None, driver), [e for _, e in (old + short)[:3]], run
         )

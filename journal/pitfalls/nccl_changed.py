@@ -6,7 +6,10 @@ algorithms and protocols it picks, its defaults and its bugs, so multi-GPU throu
 either way; the `NCCL_ALGO`, `NCCL_PROTO`, `NCCL_CROSS_NIC` (and other `NCCL_*`) values tuned
 for the old one may now hold the new one back, or break it. The versions are read from the
 `torch-env` probe (`nccl`), and from output: `NCCL: (2, 28, 9)` (a check printing
-`torch.cuda.nccl.version()`), `NCCL version 2.28.9+cuda13.0` (the banner of `NCCL_DEBUG=INFO`).
+`torch.cuda.nccl.version()`, alone or among other values on the line, as in
+`2.10.0+cu128 12.8 (2, 22, 3)` printed by `print(torch.__version__, torch.version.cuda,
+torch.cuda.nccl.version())`, or a `>>>` session's answer), `NCCL version 2.28.9+cuda13.0` (the
+banner of `NCCL_DEBUG=INFO`).
 The finding is about the step that changed it (the one that changed the `nvidia-nccl-*`
 package or torch between the two looks). It is a warning when `NCCL_*` tuning variables are
 set on that host, information otherwise.
@@ -18,6 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from journal.pitfalls import _printed as printed
 from journal.pitfalls._bench import (
     grep_lines,
     lines_with,
@@ -138,6 +142,10 @@ def output_versions(
     if "nccl.version()" in run.command:
         for match, _ in grep_lines(run, BARE_TUPLE, "(", limit=limit):
             found.append((match.start(), _triple(match), match.start(1)))
+    for fact in printed.facts(run):  # `2.10.0+cu128 12.8 (2, 22, 3)`, a >>> session's answer
+        triple = printed.nccl_triple(fact.value) if fact.name == "torch.nccl" else None
+        if triple is not None:
+            found.append((text.rfind("\n", 0, fact.pos) + 1, triple, fact.pos))
     out = []
     seen: set[int] = set()
     for start, version, pos in sorted(found):

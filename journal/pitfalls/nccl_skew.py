@@ -33,7 +33,7 @@ SYS_ENV = re.compile(
 SYS_LIB = re.compile(
     r"(?<![\w.-])(/(?:usr|lib|lib64|opt)/[\w./+-]*?libnccl\.so\.(\d+\.\d+\.\d+))\b"
 )
-DPKG = re.compile(r"^ii[ \t]+libnccl2(?::\w+)?[ \t]+(\d+\.\d+\.\d+)\S*", re.M)
+DPKG = re.compile(r"^[hi]i[ \t]+libnccl2(?::\w+)?[ \t]+(\d+\.\d+\.\d+)\S*", re.M)
 
 
 def _text(version: Version) -> str:

@@ -18,6 +18,7 @@ from journal.projections.timeline import (
     recorder_alive,
     settle,
 )
+from journal.terminal import Cleaned, clean
 from journal.transcript import parse, step_name
 
 Alive = Callable[[str, int], bool]
@@ -65,13 +66,21 @@ def from_journal(
                 )
             )
     for view in timeline.step_runs():
+        # Detectors read the output as the terminal showed it (colours and redraws gone,
+        # the same lines): chunk positions are moved onto the clean text.
+        output = Cleaned("".join(texts.get(view.run_id, [])))
         run = Run(
             key=view.run_id,
             step=view.step,
             host=view.host,
             command=view.command,
-            text="".join(texts.get(view.run_id, [])),
-            segments=segments.get(view.run_id, []),
+            text=output.text,
+            segments=[
+                Segment(output.position(s.start), s.stream, s.event, s.first_line)
+                for s in segments.get(view.run_id, [])
+            ]
+            if output.changed
+            else segments.get(view.run_id, []),
             exit_code=view.exit_code,
             status=view.status,
             event=view.seq,
@@ -116,8 +125,9 @@ def _figure(metric: MetricView, segments: list[Segment]) -> Figure:
 
 
 def from_transcript(text: str, name: str = "", host: str | None = None) -> Subject:
-    """The subject of a pasted terminal session: one run per command, no snapshots."""
-    commands = parse(text)
+    """The subject of a pasted terminal session: one run per command, no snapshots; read as
+    the terminal showed it (colour codes and redraws gone, every line where it was)."""
+    commands = parse(clean(text))
     # One pasted session is one host: the prompt's, where one names it.
     host = host or next((c.host for c in commands if c.host), None) or "?"
     runs = []

@@ -11,7 +11,9 @@ version builds, but code from a newer toolkit than the driver's CUDA cannot load
 From a `torch-env` probe: nvcc's release (or the version in CUDA_HOME's path) against
 `torch.version.cuda`; another major version is a warning (every extension build will fail),
 another minor version information. Every later probe that shows the same is not reported
-again.
+again. In a transcript (or a step's output) the same comparison is made between commands:
+`nvcc --version` or collect_env's `CUDA runtime version` against `torch.version.cuda` or
+collect_env's `CUDA used to build PyTorch`.
 """
 
 from __future__ import annotations
@@ -94,11 +96,46 @@ def _from_probe(run: Run) -> Finding | None:
     )
 
 
+def _from_printed(subject: Subject, run: Run, told: set[object]) -> Finding | None:
+    """`nvcc --version` (or collect_env's `CUDA runtime version`, which is nvcc's) against
+    torch's build CUDA as a check or collect_env printed it; once per host and pair."""
+    pair = rt.printed_pair(subject, run, ("nvcc.release", "runtime.cuda"), ("torch.cuda",))
+    if pair is None:
+        return None
+    toolkit_fact, torch_fact = pair
+    toolkit = rt.major_minor(str(toolkit_fact.value))
+    torch_cuda = rt.major_minor(str(torch_fact.value))
+    if not toolkit or not torch_cuda or toolkit == torch_cuda:
+        return None
+    if (run.host, toolkit, torch_cuda) in told or run.host in told:
+        return None
+    told.add((run.host, toolkit, torch_cuda))
+    where = "nvcc" if toolkit_fact.name == "nvcc.release" else "collect_env's CUDA runtime (nvcc)"
+    fact = (
+        f"{where} is CUDA {rt.dotted(toolkit)}; torch was built with CUDA {rt.dotted(torch_cuda)}"
+    )
+    if toolkit[0] != torch_cuda[0]:
+        severity, title = "warning", f"{fact}: building extensions against torch will fail"
+        advice = _advice(rt.dotted(torch_cuda), rt.dotted(toolkit))
+    else:
+        severity, title = "info", f"{fact}: extensions build, with a minor-version mismatch"
+        advice = _minor_advice(rt.dotted(torch_cuda), rt.dotted(toolkit))
+    return finding(ID, severity, title, advice, [toolkit_fact.evidence, torch_fact.evidence], run)
+
+
 def detect(subject: Subject) -> Iterator[Finding]:
+    told: set[object] = set()
     for run, probed in rt.with_probe_findings(subject, _from_probe):
         if probed is not None:
             yield probed
             continue
+        if not run.has("mismatches the version", "minor version mismatch"):
+            compared = _from_printed(subject, run, told)
+            if compared is not None:
+                yield compared
+                continue
+        else:
+            told.add(run.host)  # torch's own message says it
         refused = run.grep(MISMATCH, "mismatches the version", limit=1)
         if refused:
             match, line = refused[0]

@@ -9,14 +9,20 @@ breaks. A step counts as checked when a probe (`probes = ["torch-env"]`) or an e
 (`expect = {…}`) ran in that step; a probe on the host afterwards (a later step's, or a
 `journal run probe`) resolves the finding.
 
-Journals only: a transcript has no probes to miss.
+In a transcript (and for a run recorded without package snapshots) the output says what
+changed (uv's `+`/`-` lines, pip's `Successfully installed`, conda's plan), and what counts as
+a check is a later command that exercises the changed stack: a `python -c` / `>>>` import or
+version print, a script run by python or torchrun, `python -m torch.utils.collect_env`,
+`pip check` / `uv pip check`, a test run (pytest) or a benchmark (`vllm bench`,
+`sglang.bench_*`, nccl-tests, llama-bench).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from journal.pitfalls._install import Change, changes, short
+from journal.pitfalls._install import Change, changes, output_changes, requests, short, unique
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "unverified-change"
@@ -48,7 +54,80 @@ def _harmful(change: Change) -> bool:
     )
 
 
+#: A command that exercises the installed stack (a transcript's check).
+CHECK = re.compile(
+    r"(?:^|[\s;&|/])(?:python\d?(?:\.\d+)?|torchrun|pytest|py\.test|accelerate|deepspeed)"
+    r"(?=\s|$)(?!\s+-m\s+(?:pip|venv|uv)\b)"
+    r"|\bpip3?\s+check\b|\buv\s+pip\s+check\b|\bbench\b|bench_|_perf\b|llama-bench"
+    r"|journal\s+run\s+probe"
+)
+
+
+def _output_check(run: Run) -> bool:
+    """Whether a transcript command (or a run without snapshots) checks the stack."""
+    return bool(CHECK.search(run.command)) and not requests(run.command)
+
+
+def _output_changes(run: Run) -> list[Change]:
+    """What a run without package snapshots changed, as its output says."""
+    if run.diff is not None or "install" not in run.command and not run.has("will be"):
+        return []
+    return [c for c in output_changes(run) if c.after != c.before or c.before is None]
+
+
+def _transcript(subject: Subject) -> Iterator[Finding]:
+    """unverified-change read from output: a change no later command checked."""
+    for run in subject.runs:
+        found = _output_changes(run)
+        if not found:
+            continue
+        next_change: Run | None = None
+        checked = False
+        for later in subject.later(run):
+            if _output_checks_or_probes(later):
+                checked = True
+                break
+            if _output_changes(later) or _changed(later):
+                next_change = later
+                break
+        if checked:
+            continue
+        harmful = [c for c in found if _harmful(c)]
+        shown = (harmful or found)[:4]
+        listed = ", ".join(c.text() for c in shown) + (
+            f" and {len(found) - len(shown)} more" if len(found) > len(shown) else ""
+        )
+        if next_change is not None:
+            gap = (
+                f"nothing checked the result before `{next_change.command[:60]}` changed "
+                "packages again"
+            )
+        else:
+            gap = (
+                "no later command checks the result (an import, a version print, pip check, "
+                "a test or benchmark)"
+            )
+        evidence = [run.command_evidence(), *unique(e for c in shown for e in c.evidence[:1])]
+        yield finding(
+            ID,
+            "warning" if harmful else "info",
+            f"{short(run)} changed {listed}; {gap}",
+            'check the result before anything else: `python -c "import torch; '
+            'print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"` (or '
+            "an import of what changed) and `pip check`; in a journal, a step with "
+            '`probes = ["torch-env"]` and an `expect` table checks every run of it',
+            evidence,
+            run,
+        )
+
+
+def _output_checks_or_probes(run: Run) -> bool:
+    return _checked(run) or _output_check(run)
+
+
 def detect(subject: Subject) -> Iterator[Finding]:
+    if not subject.journal or any(run.imported for run in subject.runs):
+        yield from _transcript(subject)
     if not subject.journal:
         return
     for run in subject.runs:

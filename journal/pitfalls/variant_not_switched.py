@@ -4,7 +4,11 @@ An install that names a variant, through the index (`--index-url …/cu130`) or 
 (`torch==2.12.0+cu130`), is meant to switch the build. If the package snapshot after it, or
 the next probe (`torch.__version__` still `2.10.0+cu128`, `torch.version.cuda` still 12.8),
 shows another variant, the switch did not happen: usually a no-op install, or a later
-dependency resolution that put the old build back.
+dependency resolution that put the old build back. conda asks for a CUDA build with
+`pytorch-cuda=12.1` or `cudatoolkit=11.8` (and for the CPU build with `cpuonly`); a plan that
+installs `pytorch-…-py3.8_cpu_0` anyway, or a later `torch.version.cuda` of None, is this
+pitfall too. In a transcript a check's printed values count wherever they stand on the line
+(`print(torch.__version__, torch.version.cuda)`).
 """
 
 from __future__ import annotations
@@ -12,8 +16,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from journal.pitfalls import _printed as printed
+from journal.pitfalls._install import conda_plan, unique
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
-from journal.pitfalls.commands import InstallRequest, cuda_of_variant, install_requests
+from journal.pitfalls.commands import (
+    CONDAS,
+    InstallRequest,
+    cuda_of_variant,
+    install_requests,
+    same_variant,
+)
 
 ID = "variant-not-switched"
 ORDER = 11
@@ -42,7 +54,7 @@ def _from_snapshot(run: Run, req: InstallRequest, variant: str) -> list[Evidence
     for key in sorted(req.names()):
         entry = (run.after or {}).get(key)
         local = _local(entry.get("version")) if entry else None
-        if local is not None and local != variant:
+        if local is not None and not same_variant(local, variant):
             found.append(
                 Evidence(
                     f"{entry.get('name', key)} {entry['version']} is installed after the step",
@@ -63,7 +75,7 @@ def _from_probe(run: Run, variant: str, cuda: str | None) -> list[Evidence]:
     event = run.probe_events.get("torch-env")
     found = []
     local = _local(version)
-    if local is not None and local != variant:
+    if local is not None and not same_variant(local, variant):
         found.append(Evidence(f"the torch-env probe reports torch {version}", None, event, run.key))
     built = torch.get("cuda")
     if cuda and (isinstance(built, str) or built is None) and "cuda" in torch and built != cuda:
@@ -81,7 +93,9 @@ def _from_probe(run: Run, variant: str, cuda: str | None) -> list[Evidence]:
 def _from_output(run: Run, req: InstallRequest, variant: str, cuda: str | None) -> list[Evidence]:
     found = []
     for match, line in run.grep(VERSION_WITH_VARIANT, "+cu", "+cpu", "+rocm", "+xpu", limit=50):
-        if match.group(2) != variant and not line.text.lstrip().startswith(("-", "+", "~")):
+        if not same_variant(match.group(2), variant) and not line.text.lstrip().startswith(
+            ("-", "+", "~")
+        ):
             found.append(line)
             break
     if cuda:
@@ -89,7 +103,32 @@ def _from_output(run: Run, req: InstallRequest, variant: str, cuda: str | None) 
             if match.group(1) != cuda:
                 found.append(line)
                 break
-    return found
+    if variant != "cpu":
+        # `torch.version.cuda` printed among other values (or as None), a conda CPU build
+        for fact in printed.facts(run):
+            other = (fact.name == "torch.cuda" and fact.value is None) or (
+                fact.name == "torch.cuda" and cuda and str(fact.value) != cuda
+            )
+            if other or (fact.name == "torch.build" and "cpu" in str(fact.value)):
+                found.append(fact.evidence)
+                break
+    return unique(found)
+
+
+def _from_plan(run: Run, req: InstallRequest, variant: str) -> list[Evidence]:
+    """A conda plan that installs a build of another variant than the one asked for
+    (``pytorch-1.12.1-py3.8_cpu_0`` when ``cudatoolkit=10.2`` was asked)."""
+    if req.tool not in CONDAS:
+        return []
+    names = req.names()
+    found = []
+    for entry in conda_plan(run):
+        if entry.name in names and entry.after and entry.after_build:
+            build = entry.after_build
+            cpu = "cpu" in build
+            if (variant == "cpu") != cpu:
+                found.append(entry.line)
+    return found[:3]
 
 
 def _confirmed(run: Run, req: InstallRequest, variant: str) -> bool:
@@ -112,6 +151,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
             cuda = cuda_of_variant(variant)
             evidence = _from_snapshot(run, req, variant) + _from_probe(run, variant, cuda)
             certain = bool(evidence)
+            evidence += _from_plan(run, req, variant)
             if not evidence and _confirmed(run, req, variant):
                 continue
             for later in subject.later(run):

@@ -79,6 +79,7 @@ from journal.benchmarks.parsers.serving import (
     vllm_latency,
     vllm_throughput,
 )
+from journal.terminal import clean
 
 __all__ = [
     "ALL_FAILED",
@@ -121,7 +122,7 @@ def parse(
         raise ParserError(f"unknown parser {parser!r}: the parsers are {', '.join(PARSERS)}")
     if parser != "regex" and patterns:
         raise ParserError(f"only the regex parser takes patterns, not {parser}")
-    doc = Text(text)
+    doc = Text(clean(text))  # a summary printed in colour reads as the plain one
     problems = []
     skipped: list[str] = []
     if parser == "regex":

@@ -1,0 +1,119 @@
+"""What a terminal shows of a program's output: the text every reader of output judges.
+
+Programs that think they write to a terminal (uv with ``--color always``, pip under
+``FORCE_COLOR``, anything run through a pseudo-terminal) wrap words in SGR colour codes, set
+the window title with OSC sequences, move the cursor, and redraw progress bars with ``\\r``;
+logs saved on Windows end lines with ``\\r\\n``. :func:`clean` gives the text as the terminal
+left it: escape sequences removed, each ``\\r`` redraw collapsed to the line's final text,
+``\\r\\n`` read as ``\\n``, backspaces applied. It never adds or removes a newline, so line
+``N`` of the clean text is line ``N`` of the original: evidence keeps pointing at the original
+lines, while the stored bytes (and what the web page and exports show) stay as they were.
+
+Hand-written rather than a library's: the libraries that strip ANSI codes (``strip-ansi``
+ports, ``ansi2html``) neither collapse ``\\r`` redraws nor promise to keep the line count,
+and this is three regular expressions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+#: CSI (``ESC [ … final``: colours, cursor moves, erase), OSC (``ESC ] … BEL`` or ``ESC \\``:
+#: titles, hyperlinks; one left open ends at the line's end), DCS/SOS/PM/APC strings,
+#: character-set choices (``ESC ( B``) and the other two-byte escapes (``ESC 7``, ``ESC =``);
+#: the 8-bit CSI (``\\x9b``) too. None of them spans a newline.
+ESCAPE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]"
+    r"|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
+    r"|[PX^_][^\x1b\n]*(?:\x1b\\)?"
+    r"|[()*+\-./][ -~]"
+    r"|[ -/]*[0-~])?"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+)
+BACKSPACE = re.compile(r"[^\n\x08]\x08")
+
+
+def needs_cleaning(text: str) -> bool:
+    """Whether ``text`` holds anything :func:`clean` would change (a quick test)."""
+    return "\x1b" in text or "\r" in text or "\x08" in text or "\x9b" in text
+
+
+def clean(text: str) -> str:
+    """``text`` as a terminal shows it; see the module's description. The same number of
+    lines, each the final text of the original line."""
+    if not needs_cleaning(text):
+        return text
+    if "\x1b" in text or "\x9b" in text:
+        text = ESCAPE.sub("", text)
+    if "\r" in text:
+        text = _redraw(text)
+    if "\x08" in text:
+        while True:
+            text, count = BACKSPACE.subn("", text)
+            if not count:
+                break
+        text = text.replace("\x08", "")
+    return text
+
+
+def _redraw(text: str) -> str:
+    """Each line holding a ``\r`` cut to what follows its last one (a ``\r`` that ends the
+    line, as in ``\r\n``, redraws nothing); one pass, lines without one copied whole."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        cr = text.find("\r", pos)
+        if cr < 0:
+            out.append(text[pos:])
+            return "".join(out)
+        newline = text.rfind("\n", pos, cr)
+        start = newline + 1 if newline >= 0 else pos
+        end = text.find("\n", cr)
+        end = len(text) if end < 0 else end
+        out.append(text[pos:start])
+        out.append(text[start:end].rstrip("\r").rpartition("\r")[2])
+        pos = end
+
+
+def clean_line(line: str) -> str:
+    """One line (no newline in it) as the terminal shows it."""
+    return clean(line)
+
+
+class Cleaned:
+    """A text and its clean form, with positions of the original mapped onto the clean one
+    line by line (a position keeps its line; within the line it is kept where the clean line
+    is long enough, else moved to the line's end)."""
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self.text = clean(raw)
+        self._raw_starts: list[int] | None = None
+        self._clean_starts: list[int] | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.text is not self.raw and self.text != self.raw
+
+    def position(self, pos: int) -> int:
+        """Where character ``pos`` of the original text is in the clean text."""
+        if not self.changed:
+            return pos
+        if self._raw_starts is None:
+            self._raw_starts = _line_starts(self.raw)
+            self._clean_starts = _line_starts(self.text)
+        assert self._clean_starts is not None
+        line = bisect.bisect_right(self._raw_starts, pos) - 1
+        column = pos - self._raw_starts[line]
+        start = self._clean_starts[line]
+        end = (
+            self._clean_starts[line + 1] - 1
+            if line + 1 < len(self._clean_starts)
+            else len(self.text)
+        )
+        return min(start + column, end)
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0, *(m.end() for m in re.finditer("\n", text))]
