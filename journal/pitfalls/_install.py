@@ -86,6 +86,33 @@ class CondaEntry:
     after: str | None
     after_build: str
     line: Evidence
+    downloaded: bool = False  # only in the download table: whether it was there is not said
+
+
+#: conda's names of torch (``pytorch-nightly``: its nightly package until 2019).
+CONDA_TORCH = ("pytorch", "pytorch-nightly")
+#: conda's download table: `    pytorch-1.12.1     |      py3.8_cpu_0       133.8 MB  pytorch`.
+CONDA_DOWNLOAD = re.compile(
+    r"^[ \t]+(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*?)-(?P<version>\d[^\s|]*?)[ \t]*\|[ \t]*"
+    r"(?P<build>\S+)[ \t]+[\d.]+ [KMG]?B\b",
+    re.M,
+)
+_BUILD_CUDA = re.compile(r"cuda_?(\d+)\.(\d+)|(?<![a-z])cu(\d)(\d{2})(?!\d)")
+
+
+def conda_version(version: str, build: str) -> str:
+    """A conda version with its build's variant as a local version label, so that a CUDA
+    build and a CPU build of one version differ: ``1.7.1`` with ``py3.8_cuda10.2_…`` is
+    ``1.7.1+cu102``, with ``cpu_py38h6a09485_0`` ``1.7.1+cpu``."""
+    if "+" in version:
+        return version
+    cuda = _BUILD_CUDA.search(build)
+    if cuda:
+        major, minor = (cuda.group(1), cuda.group(2)) if cuda.group(1) else cuda.group(3, 4)
+        return f"{version}+cu{major}{minor}"
+    if "cpu" in build:
+        return f"{version}+cpu"
+    return version
 
 
 def _conda_spec(name: str, spec: str) -> tuple[str, str]:
@@ -126,7 +153,7 @@ def conda_plan(run: Run) -> list[CondaEntry]:
             name = match.group("name")
             old = _conda_spec(name, match.group("old"))
             new = _conda_spec(name, match.group("new")) if match.group("new") else None
-            key = "torch" if name == "pytorch" else name
+            key = "torch" if name in CONDA_TORCH else name
             evidence = run.line_at(end - len(line))
             if kind == "INSTALLED":
                 found.append(CondaEntry(key, None, "", old[0], old[1], evidence))
@@ -134,6 +161,17 @@ def conda_plan(run: Run) -> list[CondaEntry]:
                 found.append(CondaEntry(key, old[0], old[1], None, "", evidence))
             elif new is not None:
                 found.append(CondaEntry(key, old[0], old[1], new[0], new[1], evidence))
+    listed = {e.name for e in found}
+    if run.has("|"):  # the download table: builds of packages a cut-short plan does not list
+        for match, line in run.grep(CONDA_DOWNLOAD, "|", limit=500):
+            name = match.group("name")
+            key = "torch" if name in CONDA_TORCH else name
+            if key not in listed:
+                found.append(
+                    CondaEntry(
+                        key, None, "", match.group("version"), match.group("build"), line, True
+                    )
+                )
     return found
 
 
@@ -337,11 +375,14 @@ def output_changes(run: Run) -> list[Change]:
         if name and normalize(name) in seen and normalize(name) not in rolled_back:
             seen[normalize(name)].lines.append(line)
     for conda in conda_plan(run):
+        if conda.downloaded:
+            continue
         item = entry(conda.name)
         item.lines.append(conda.line)
         item.before_known = True
-        item.before = item.before or conda.before
-        item.after = conda.after
+        if conda.before is not None:
+            item.before = item.before or conda_version(conda.before, conda.before_build)
+        item.after = conda_version(conda.after, conda.after_build) if conda.after else None
     found = []
     for key, item in seen.items():
         if key in rolled_back or (item.before is None and item.after is None):
@@ -410,6 +451,40 @@ def tool(command: str) -> str:
     if reqs:
         return reqs[0].tool
     return "uv" if any(w.rsplit("/", 1)[-1] == "uv" for w in _words(command)) else "pip"
+
+
+#: conda's (and mamba's) word that a plan was carried out, not only shown.
+CONDA_DONE = ("Executing transaction: done", "Transaction finished", "Linking ")
+
+
+def plan_only(run: Run) -> bool:
+    """Whether the run's output shows a conda plan that it does not say was carried out (a
+    thread cut at the plan, an answer of `n`, `--dry-run`)."""
+    return bool(conda_plan(run)) and not run.has(*CONDA_DONE)
+
+
+_ENV_FILE = re.compile(
+    r"\b(?:conda|mamba|micromamba)\s+env\s+(?:create|update)\b.*?(?:-f|--file)[ =](\S+)"
+)
+
+
+def requests_of(subject: Subject, run: Run) -> tuple[InstallRequest, ...]:
+    """What ``run`` asked to install: its command's requests, and for `conda env create -f
+    FILE` the dependencies of FILE where the session printed it (`cat environment.yml`)."""
+    found = requests(run.command)
+    env_file = _ENV_FILE.search(run.command) if "env" in run.command else None
+    if env_file is None:
+        return found
+    name = env_file.group(1).rsplit("/", 1)[-1]
+    for other in subject.runs:
+        if other is run:
+            break
+        if other.host == run.host and re.match(
+            rf"^\s*cat\s+\S*{re.escape(name)}\s*$", other.command
+        ):
+            specs = re.findall(r"^[ \t]*-[ \t]+([A-Za-z0-9_][^\s#]*)", other.text, re.M)
+            return (*found, *install_requests("conda install " + " ".join(specs)))
+    return found
 
 
 class TorchInstalls:

@@ -49,14 +49,26 @@ SCAN_LINES = 400
 LABELLED: tuple[tuple[str, re.Pattern[str], str | None], ...] = tuple(
     (fact, re.compile(pattern, re.M), needle)
     for fact, pattern, needle in (
-        ("torch.version", r"^PyTorch version: (?P<v>\S+)[ \t]*$", "PyTorch version:"),
-        ("torch.cuda", r"^CUDA used to build PyTorch: (?P<v>[\d.]+|None)[ \t]*$", "CUDA used"),
-        ("cuda.available", r"^Is CUDA available: (?P<v>True|False)[ \t]*$", "Is CUDA available"),
-        ("runtime.cuda", r"^CUDA runtime version: (?P<v>\d+\.\d+)\S*[ \t]*$", "CUDA runtime"),
-        ("driver.version", r"^Nvidia driver version: (?P<v>\d+\.\d+(?:\.\d+)?)[ \t]*$", "Nvidia"),
+        ("torch.version", r"^PyTorch version[ \t]*: (?P<v>\S+)[ \t]*$", "PyTorch version:"),
+        (
+            "torch.cuda",
+            r"^CUDA used to build PyTorch[ \t]*: (?P<v>[\d.]+|None|Could not collect)[ \t]*$",
+            "CUDA used",
+        ),
+        (
+            "cuda.available",
+            r"^Is CUDA available[ \t]*: (?P<v>True|False|Yes|No)[ \t]*$",
+            "Is CUDA available",
+        ),
+        ("runtime.cuda", r"^CUDA runtime version[ \t]*: (?P<v>\d+\.\d+)\S*[ \t]*$", "CUDA runtime"),
+        (
+            "driver.version",
+            r"^Nvidia driver version[ \t]*: (?P<v>\d+\.\d+(?:\.\d+)?)[ \t]*$",
+            "Nvidia",
+        ),
         (
             "gpu.models",
-            r"^GPU models and configuration: ?(?P<v>[^\n]*)$",
+            r"^GPU models and configuration[ \t]*: ?(?P<v>[^\n]*)$",
             "GPU models and configuration",
         ),
         (
@@ -86,6 +98,8 @@ LABELLED: tuple[tuple[str, re.Pattern[str], str | None], ...] = tuple(
         ),
     )
 )
+#: `conda list`'s torch: `pytorch   1.11.0   py3.8_cpu_0   pytorch`.
+CONDA_LIST = re.compile(r"^pytorch[ \t]+(?P<v>\d\S*[ \t]+\S+)", re.M)
 #: `nvidia-smi`'s banner: the driver, and the newest CUDA it supports.
 SMI_BANNER = re.compile(
     r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>\d+\.\d+)"
@@ -361,7 +375,15 @@ def facts(run: Run) -> list[Fact]:
         if needle is None and not codes:
             continue  # a bare `CUDA: 12.8` label is a check's only in a python run
         for match, line in run.grep(pattern, limit=4):
-            found.append(Fact(name, _value(match.group("v")), line, match.start("v")))
+            value = _value(match.group("v"))
+            if value in ("Could not collect", "No"):
+                value = None if name == "torch.cuda" else False  # collect_env's words for them
+            elif value == "Yes":
+                value = True
+            found.append(Fact(name, value, line, match.start("v")))
+    if re.search(r"\b(?:conda|mamba|micromamba) list\b", run.command):
+        for match, line in run.grep(CONDA_LIST, "pytorch", limit=2):
+            found.append(Fact("torch.build", match.group("v"), line, match.start("v")))
     for match, line in run.grep(SMI_BANNER, "CUDA Version", limit=1):
         found.append(Fact("driver.version", match.group("driver"), line, match.start()))
         found.append(Fact("driver.cuda", match.group("cuda"), line, match.start("cuda")))

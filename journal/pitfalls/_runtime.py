@@ -59,6 +59,11 @@ MIN_DRIVER_FOR_CUDA: dict[tuple[int, int], str] = {
     (11, 2): "460.27.03",
     (11, 1): "455.23.04",
     (11, 0): "450.36.06",
+    (10, 2): "440.33",
+    (10, 1): "418.39",
+    (10, 0): "410.48",
+    (9, 2): "396.26",
+    (9, 0): "384.81",
 }
 
 #: Compute capabilities of the data-centre and recent GPUs, by the name NVML gives them.

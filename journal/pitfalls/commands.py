@@ -185,7 +185,7 @@ def _install_requests(command: str) -> tuple[InstallRequest, ...]:
             if re.fullmatch(r"pip(?:3(?:\.\d+)?)?", base) and words[i + 1 : i + 2] == ["install"]:
                 found.append(_parse("pip", words[i + 2 :], command))
                 break
-            if base in CONDAS and words[i + 1 : i + 2] in (["install"], ["create"]):
+            if base in CONDAS and words[i + 1 : i + 2] in (["install"], ["create"], ["update"]):
                 found.append(_conda(base, words[i + 2 :], command))
                 break
             if re.fullmatch(r"python(?:3(?:\.\d+)?)?", base) and words[i + 1 : i + 4] == [
@@ -291,7 +291,7 @@ def _conda(tool: str, args: list[str], raw: str) -> InstallRequest:
             asked = "cpu"
         elif name == "pytorch" and "cuda" in rest:
             asked = asked or "cuda"  # pytorch=*=*cuda*
-        key = "torch" if name == "pytorch" else name
+        key = "torch" if name in ("pytorch", "pytorch-nightly") else name
         spec = rest if rest and rest[0] in "=<>!~" else None
         packages.append(Requirement(key, spec))
     return InstallRequest(

@@ -31,9 +31,8 @@ from collections.abc import Iterator
 
 from journal.pitfalls import _printed as printed
 from journal.pitfalls import _runtime as rt
-from journal.pitfalls._install import conda_plan, unique
+from journal.pitfalls._install import conda_plan, requests_of, unique
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
-from journal.pitfalls.commands import install_requests
 
 ID = "cpu-torch"
 ORDER = 30
@@ -89,7 +88,7 @@ def _asked_for(subject: Subject, run: Run) -> set[str]:
     return {
         req.variant
         for other in rt.host_runs(subject, run)
-        for req in install_requests(other.command)
+        for req in requests_of(subject, other)
         if req.variant
     }
 

@@ -22,7 +22,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls._install import Change, changes, output_changes, requests, short, unique
+from journal.pitfalls._install import (
+    Change,
+    changes,
+    output_changes,
+    plan_only,
+    requests,
+    short,
+    unique,
+)
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "unverified-change"
@@ -72,6 +80,8 @@ def _output_changes(run: Run) -> list[Change]:
     """What a run without package snapshots changed, as its output says."""
     if run.diff is not None or "install" not in run.command and not run.has("will be"):
         return []
+    if plan_only(run):
+        return []  # conda showed a plan; the output does not say it was carried out
     return [c for c in output_changes(run) if c.after != c.before or c.before is None]
 
 

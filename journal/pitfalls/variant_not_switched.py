@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from journal.pitfalls import _printed as printed
-from journal.pitfalls._install import conda_plan, unique
+from journal.pitfalls._install import conda_plan, requests_of, unique
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.pitfalls.commands import (
     CONDAS,
@@ -144,7 +144,7 @@ def _confirmed(run: Run, req: InstallRequest, variant: str) -> bool:
 
 def detect(subject: Subject) -> Iterator[Finding]:
     for run in subject.runs:
-        for req in install_requests(run.command):
+        for req in requests_of(subject, run):
             variant = req.variant
             if variant is None or not req.packages:
                 continue
