@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from journal.pitfalls import SEVERITIES, catalogue, detectors, judge
 from journal.pitfalls.base import Finding, Subject
 from journal.pitfalls.subjects import from_transcript
+from journal.terminal import clean
 from journal.transcript import parse, prompt
 
 QUICK = settings(
@@ -115,7 +116,7 @@ def check(subject: Subject, findings: list[Finding], lines: int) -> None:
 
 def judged(text: str) -> list[Finding]:
     subject = from_transcript(text, "t")
-    commands = parse(text)
+    commands = parse(clean(text))  # prompts are read as the terminal shows them
     assert len(subject.runs) == len(commands)
     assert [c.line for c in commands] == sorted(c.line for c in commands)
     findings = judge(subject)

@@ -9,7 +9,7 @@ breaks. A step counts as checked when a probe (`probes = ["torch-env"]`) or an e
 (`expect = {…}`) ran in that step; a probe on the host afterwards (a later step's, or a
 `journal run probe`) resolves the finding.
 
-In a transcript (and for a run recorded without package snapshots) the output says what
+In a transcript (`journal lint`) the output says what
 changed (uv's `+`/`-` lines, pip's `Successfully installed`, conda's plan), and what counts as
 a check is a later command that exercises the changed stack: a `python -c` / `>>>` import or
 version print, a script run by python or torchrun, `python -m torch.utils.collect_env`,
@@ -136,9 +136,8 @@ def _output_checks_or_probes(run: Run) -> bool:
 
 
 def detect(subject: Subject) -> Iterator[Finding]:
-    if not subject.journal or any(run.imported for run in subject.runs):
-        yield from _transcript(subject)
     if not subject.journal:
+        yield from _transcript(subject)
         return
     for run in subject.runs:
         if not _changed(run) or _checked(run):

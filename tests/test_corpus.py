@@ -1,0 +1,61 @@
+"""The transcript corpus (tests/data/transcripts, expectations in expected.toml): real tool
+output and verbatim public error lines, each file judged by `journal lint --format json` as a
+user runs it. Every expected id must be found and no other raised; clean files stay clean.
+bench/corpus.py prints the same comparison as recall and false positives per id."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import journal, text
+
+CORPUS = Path(__file__).parent / "data" / "transcripts"
+EXPECTED = tomllib.loads((CORPUS / "expected.toml").read_text())
+
+
+@pytest.fixture(scope="module")
+def linted() -> dict[str, list[dict]]:
+    """Every file of the corpus through one `journal lint --format json` run, by file name."""
+    names = sorted(EXPECTED)
+    result = journal("lint", "--format", "json", *(str(CORPUS / n) for n in names))
+    assert result.returncode in (0, 1), text(result.stderr)
+    found: dict[str, list[dict]] = {name: [] for name in names}
+    for finding in json.loads(result.stdout)["findings"]:
+        found[Path(finding["file"]).name].append(finding)
+    return found
+
+
+def test_the_corpus_is_large_and_every_file_is_described() -> None:
+    files = {p.name for p in CORPUS.glob("*.txt")}
+    assert files == set(EXPECTED), "every transcript has expectations, and every entry a file"
+    assert len(files) >= 40
+    assert sum(1 for entry in EXPECTED.values() if not entry["ids"]) >= 10
+    for name, entry in EXPECTED.items():
+        assert entry["source"].strip() and entry["why"].strip(), name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_lint_finds_what_an_expert_expects(name: str, linted: dict[str, list[dict]]) -> None:
+    want = set(EXPECTED[name]["ids"])
+    got = {f["id"] for f in linted[name]}
+    assert got == want, f"{name}: missed {sorted(want - got)}, unasked {sorted(got - want)}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_evidence_points_at_the_lines_of_the_file(name: str, linted: dict[str, list[dict]]) -> None:
+    """Colour codes and redraws are read through, but a line number names the file's own line,
+    and the evidence is that line as the terminal showed it."""
+    from journal.terminal import clean
+
+    lines = (CORPUS / name).read_bytes().decode("utf-8", "replace").split("\n")
+    for finding in linted[name]:
+        for ev in finding["evidence"]:
+            if ev["line"] is None:
+                continue
+            shown = clean(lines[ev["line"] - 1]).strip()
+            assert ev["text"].strip() == shown, (name, ev)
+            assert "\x1b" not in ev["text"] and "\r" not in ev["text"]
