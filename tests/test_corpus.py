@@ -59,3 +59,61 @@ def test_evidence_points_at_the_lines_of_the_file(name: str, linted: dict[str, l
             shown = clean(lines[ev["line"] - 1]).strip()
             assert ev["text"].strip() == shown, (name, ev)
             assert "\x1b" not in ev["text"] and "\r" not in ev["text"]
+
+
+#: Files of each class the issue names, replayed as recorded steps.
+REPLAYED = [
+    "term-uv-color-downgrade.txt",  # colour codes around uv's lines
+    "term-uv-crlf.txt",  # CRLF line ends
+    "term-pip-color-torch-replaced.txt",  # pip's redraws and colours
+    "seed-session-nccl.txt",  # several values on a line
+    "h200-nccl-skew-printed.txt",  # facts compared across commands
+    "pub-driver-too-old-v100-cross.txt",
+    "pub-vllm-collect-env-cu129-driver550.txt",
+    "pub-conda-cpu-build-cudatoolkit.txt",  # conda
+    "pub-conda-pyg-superseded-cpu.txt",
+    "h200-clean-repl.txt",  # a >>> session, clean
+    "pub-clean-cpu-only-linux-numpy-warning.txt",  # a CPU-only host, clean
+]
+
+
+@pytest.mark.parametrize("name", REPLAYED)
+def test_recorded_step_output_is_judged_as_the_transcript(name: str, tmp_path: Path) -> None:
+    """Each command of the transcript becomes a step whose recorded output is the command's
+    output, byte for byte (`cat` of it; the step's command names what was run, in a here-doc
+    that `:` ignores), without package snapshots (this host's packages are not the ones the
+    output shows): the journal's findings are the transcript's."""
+    from journal.transcript import parse
+
+    raw = (CORPUS / name).read_bytes().decode("utf-8", "replace")
+    lines = raw.split("\n")
+    commands = parse(clean_text(raw))
+    steps = []
+    for index, command in enumerate(commands):
+        end = commands[index + 1].line - 1 if index + 1 < len(commands) else len(lines)
+        output = tmp_path / f"out-{index}.txt"
+        output.write_bytes("\n".join(lines[command.line : end]).encode() + b"\n")
+        words = command.command.replace("'''", "")
+        run = f": <<'RAN'\n{words}\nRAN\ncat {output}"
+        steps.append(
+            f"[[steps]]\nname = \"cmd-{index + 1}\"\nsnapshots = false\nrun = '''{run}'''\n"
+        )
+    runbook = tmp_path / "runbook.toml"
+    runbook.write_text(
+        '[journal]\nname = "replayed"\n\n[hosts.gpu-box]\nssh = "local"\n\n' + "\n".join(steps)
+    )
+    db = tmp_path / "journal.db"
+    done = journal("run", "plan", db=db, runbook=runbook)
+    assert done.returncode in (0, 1), text(done.stderr)
+    listed = journal("pitfalls", "--all", "--format", "json", db=db, runbook=runbook)
+    assert listed.returncode == 0, text(listed.stderr)
+    got = {f["id"] for f in json.loads(listed.stdout)["findings"]}
+    # unverified-change is judged differently in a journal: from snapshots and probes
+    want = set(EXPECTED[name]["ids"]) - {"unverified-change"}
+    assert got - {"unverified-change"} == want
+
+
+def clean_text(raw: str) -> str:
+    from journal.terminal import clean
+
+    return clean(raw)

@@ -14,7 +14,9 @@ a `local` host; transcripts are assembled from the commands and what they printe
 from __future__ import annotations
 
 import json
+import re
 import os
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -885,3 +887,103 @@ def test_the_captured_transcripts(name: str, expected: dict[int, set[str]]) -> N
     assert sorted(f["id"] for f in found if f["id"] in IDS) == sorted(
         f.id for f in judged if f.id in IDS
     )
+
+
+# --- recorded step output in colour, and checks printing several values on a line ------------
+
+TERMINAL_RUNBOOK = """\
+[journal]
+name = "terminal"
+
+[hosts.uvbox]
+ssh = "local"
+python = "{py}"
+
+[[steps]]
+name = "check-before"
+hosts = ["uvbox"]
+run = '''{py} -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version())"'''
+env = {{ NCCL_ALGO = "Ring", NCCL_PROTO = "Simple" }}
+
+[[steps]]
+name = "install-torch"
+hosts = ["uvbox"]
+run = '''{uv} pip install{color} --python {py} torch --index-url {cu130}'''
+
+[[steps]]
+name = "reinstall-torch"
+hosts = ["uvbox"]
+run = '''{uv} pip install{color} --python {py} torch --index-url {cu130} --reinstall'''
+
+[[steps]]
+name = "check-after"
+hosts = ["uvbox"]
+run = '''{py} -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version())"'''
+env = {{ NCCL_ALGO = "Ring", NCCL_PROTO = "Simple" }}
+
+[[steps]]
+name = "install-sglang"
+hosts = ["uvbox"]
+run = '''{uv} pip install{color} --python {py} sglang --index-url {apps}'''
+"""
+
+
+def _terminal_journal(world: World, folder: Path, color: str) -> tuple[Path, list[dict]]:
+    py = world.venv(f"{folder.name}-env", "torch", "numpy", "pillow")
+    folder.mkdir()
+    runbook = folder / "runbook.toml"
+    runbook.write_text(
+        TERMINAL_RUNBOOK.format(
+            uv=world.uv, py=py, cu130=world.cu130, apps=world.apps, color=color
+        )
+    )
+    db = folder / "journal.db"
+    done = journal("run", "plan", db=db, runbook=runbook, env={**world.env, "FORCE_COLOR": "1"})
+    assert done.returncode in (0, 1), text(done.stderr)
+    listed = journal("pitfalls", "--all", "--format", "json", db=db, runbook=runbook)
+    assert listed.returncode == 0, text(listed.stderr)
+    return db, json.loads(listed.stdout)["findings"]
+
+
+def test_a_step_that_forces_colour_is_judged_as_a_plain_one(world: World) -> None:
+    """uv with `--color always` (and FORCE_COLOR for everything) writes SGR codes around every
+    `+`/`-`, name and version; the store keeps those bytes, the detectors read through them."""
+    plain_db, plain = _terminal_journal(world, world.root / "terminal-plain", "")
+    color_db, colored = _terminal_journal(world, world.root / "terminal-color", " --color always")
+    with sqlite3.connect(color_db) as db:
+        rows = db.execute("SELECT payload FROM events WHERE type = 'OutputChunk'").fetchall()
+    raw = "".join(json.loads(payload)["data"] for (payload,) in rows)
+    assert "\x1b[32m" in raw  # the colours are in the record, byte for byte
+
+    def same(words: str) -> str:  # the flag, the venv's folder, run ids and timings aside
+        words = words.replace(" --color always", "").replace("terminal-color", "terminal-plain")
+        return re.sub(r" in [\d.]+m?s\b|\(run [0-9a-f]+\)", "…", words)
+
+    def shape(found: list[dict]) -> list[tuple]:
+        return sorted(
+            (
+                f["id"],
+                f["step"],
+                f["severity"],
+                same(f["title"]),
+                tuple(sorted(same(e["text"]) for e in f["evidence"])),
+            )
+            for f in found
+        )
+
+    assert shape(colored) == shape(plain)
+    by_step = {(f["step"], f["id"]) for f in colored}
+    assert {
+        ("install-torch", "noop-install"),
+        ("install-torch", "variant-not-switched"),
+        ("reinstall-torch", "downgrade-cascade"),
+        ("reinstall-torch", "nccl-changed"),
+        ("install-sglang", "torch-replaced"),
+    } <= by_step
+    # NCCL read from a line of three values, printed by the check of each side of the change
+    nccl = next(f for f in colored if f["id"] == "nccl-changed")
+    assert "from 2.22.3 to 2.28.9" in nccl["title"] and "NCCL_ALGO, NCCL_PROTO" in nccl["title"]
+    assert nccl["severity"] == "warning"
+    shown = [e["text"] for e in nccl["evidence"]]
+    assert "2.10.0+cu128 12.8 (2, 22, 3)" in shown
+    assert f"{NIGHTLY} 13.0 (2, 28, 9)" in shown

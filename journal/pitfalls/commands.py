@@ -62,6 +62,11 @@ VALUE_OPTIONS = {
     "-b",
     "--group",
     "--extra",
+    "--color",
+    "--python-preference",
+    "--directory",
+    "--project",
+    "--config-file",
 }
 _REQ = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?P<spec>(?:===|==|~=|!=|>=|<=|<|>)\s*\S+)?$"
