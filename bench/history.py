@@ -223,9 +223,7 @@ def main() -> None:
             shutil.copy(source, db)
             # The stored projections are made once (as after an upgrade of journal); then
             # every command goes on from them.
-            prime, prime_rss = median_of(
-                1, lambda i, db=db: journal_cmd(db, rb, "rebuild"), env
-            )
+            prime, prime_rss = median_of(1, lambda i, db=db: journal_cmd(db, rb, "rebuild"), env)
             print(
                 f"{size:>10,}  (first judging of the whole journal: {prime:.2f}s, "
                 f"{prime_rss:.0f} MB)"

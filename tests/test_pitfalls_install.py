@@ -14,8 +14,8 @@ a `local` host; transcripts are assembled from the commands and what they printe
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -891,6 +891,8 @@ def test_the_captured_transcripts(name: str, expected: dict[int, set[str]]) -> N
 
 # --- recorded step output in colour, and checks printing several values on a line ------------
 
+#: The seed's one-line check: three values on one line.
+CHECK = "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version())"
 TERMINAL_RUNBOOK = """\
 [journal]
 name = "terminal"
@@ -902,7 +904,7 @@ python = "{py}"
 [[steps]]
 name = "check-before"
 hosts = ["uvbox"]
-run = '''{py} -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version())"'''
+run = '''{py} -c "{check}"'''
 env = {{ NCCL_ALGO = "Ring", NCCL_PROTO = "Simple" }}
 
 [[steps]]
@@ -918,7 +920,7 @@ run = '''{uv} pip install{color} --python {py} torch --index-url {cu130} --reins
 [[steps]]
 name = "check-after"
 hosts = ["uvbox"]
-run = '''{py} -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version())"'''
+run = '''{py} -c "{check}"'''
 env = {{ NCCL_ALGO = "Ring", NCCL_PROTO = "Simple" }}
 
 [[steps]]
@@ -934,7 +936,7 @@ def _terminal_journal(world: World, folder: Path, color: str) -> tuple[Path, lis
     runbook = folder / "runbook.toml"
     runbook.write_text(
         TERMINAL_RUNBOOK.format(
-            uv=world.uv, py=py, cu130=world.cu130, apps=world.apps, color=color
+            uv=world.uv, py=py, cu130=world.cu130, apps=world.apps, color=color, check=CHECK
         )
     )
     db = folder / "journal.db"

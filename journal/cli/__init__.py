@@ -127,9 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     ack.add_argument("finding", help="a finding's key (ID:RUN, as listed) or a pitfall id")
     ack.add_argument("--note", required=True, help="why it is fine, or what was done")
     ack.add_argument("--by", help="who acknowledges it (default: user@machine)")
-    unack = acks.add_parser(
-        "unack", parents=[sub_globals], help="withdraw an acknowledgement"
-    )
+    unack = acks.add_parser("unack", parents=[sub_globals], help="withdraw an acknowledgement")
     unack.add_argument("finding", help="the key or pitfall id that was acknowledged")
     unack.add_argument("--by", help="who withdraws it (default: user@machine)")
     p = command("lint", pitfalls.lint, "findings for terminal transcripts (no database needed)")

@@ -14,7 +14,6 @@ from journal.web.output import ansi_css
 bp = Blueprint("assets", __name__, url_prefix="/static")
 
 
-
 @bp.get("/vendor/<name>")
 def vendor(name: str) -> Response:
     if name not in VENDOR:

@@ -43,7 +43,6 @@ from journal.service.findings import fold_ack
 Alive = Callable[[str, int], bool]
 
 
-
 class DiffCache:
     """Each run's package diff, made once per pair of snapshots (a diff parses every version
     of both: milliseconds a run, too slow to redo for every run on every page)."""
