@@ -33,6 +33,7 @@ from journal.pitfalls.base import Finding, Run, Subject
 from journal.pitfalls.subjects import from_transcript
 from journal.projections.packages import diff_packages, normalize
 from journal.service.findings import judged
+from journal.terminal import clean
 from tests.helpers import journal, text, uv_binary
 
 DATA = Path(__file__).parent / "data" / "transcripts"
@@ -974,6 +975,20 @@ def test_a_step_that_forces_colour_is_judged_as_a_plain_one(world: World) -> Non
         )
 
     assert shape(colored) == shape(plain)
+    # each evidence line number names that line of the step's output as it was recorded
+    outputs: dict[str, str] = {}
+    for (payload,) in rows:
+        chunk = json.loads(payload)
+        outputs[chunk["run"]] = outputs.get(chunk["run"], "") + chunk["data"]
+    checked = 0
+    for f in colored:
+        for e in f["evidence"]:
+            if e["line"] is not None and e["run"] in outputs:
+                recorded = outputs[e["run"]].split("\n")[e["line"] - 1]
+                assert "\x1b[" in recorded or "\r" in recorded or e["text"] == recorded
+                assert clean(recorded).strip() == e["text"].strip()
+                checked += 1
+    assert checked >= 5
     by_step = {(f["step"], f["id"]) for f in colored}
     assert {
         ("install-torch", "noop-install"),
