@@ -16,7 +16,6 @@ and this is three regular expressions.
 
 from __future__ import annotations
 
-import bisect
 import re
 
 #: CSI (``ESC [ … final``: colours, cursor moves, erase), OSC (``ESC ] … BEL`` or ``ESC \\``:
@@ -76,44 +75,36 @@ def _redraw(text: str) -> str:
         pos = end
 
 
-def clean_line(line: str) -> str:
-    """One line (no newline in it) as the terminal shows it."""
-    return clean(line)
-
-
-class Cleaned:
-    """A text and its clean form, with positions of the original mapped onto the clean one
-    line by line (a position keeps its line; within the line it is kept where the clean line
-    is long enough, else moved to the line's end)."""
-
-    def __init__(self, raw: str) -> None:
-        self.raw = raw
-        self.text = clean(raw)
-        self._raw_starts: list[int] | None = None
-        self._clean_starts: list[int] | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.text is not self.raw and self.text != self.raw
-
-    def position(self, pos: int) -> int:
-        """Where character ``pos`` of the original text is in the clean text."""
-        if not self.changed:
-            return pos
-        if self._raw_starts is None:
-            self._raw_starts = _line_starts(self.raw)
-            self._clean_starts = _line_starts(self.text)
-        assert self._clean_starts is not None
-        line = bisect.bisect_right(self._raw_starts, pos) - 1
-        column = pos - self._raw_starts[line]
-        start = self._clean_starts[line]
-        end = (
-            self._clean_starts[line + 1] - 1
-            if line + 1 < len(self._clean_starts)
-            else len(self.text)
-        )
-        return min(start + column, end)
-
-
-def _line_starts(text: str) -> list[int]:
-    return [0, *(m.end() for m in re.finditer("\n", text))]
+def clean_chunks(chunks: list[str]) -> tuple[str, list[int]]:
+    """The clean text of output that came in ``chunks`` (emptied as it is read, so that raw
+    and clean copies of a big output are not held whole at once), and where each chunk starts
+    in it: exactly for a chunk that starts a line, else the start of the line it continues
+    (its line stays right; only its column is not kept). Cleaned a line-aligned block at a
+    time, since no escape sequence or redraw spans a newline; one pass, whatever the sizes."""
+    if not any(needs_cleaning(c) for c in chunks):
+        starts, pos = [], 0
+        for chunk in chunks:
+            starts.append(pos)
+            pos += len(chunk)
+        text = "".join(chunks)
+        chunks.clear()
+        return text, starts
+    out: list[str] = []
+    starts = []
+    size = 0  # clean characters of the complete lines so far
+    pending: list[str] = []  # the raw pieces of a line not ended yet
+    chunks.reverse()
+    while chunks:
+        chunk = chunks.pop()
+        starts.append(size)
+        cut = chunk.rfind("\n")
+        if cut < 0:
+            pending.append(chunk)
+            continue
+        done = clean("".join(pending) + chunk[: cut + 1])
+        out.append(done)
+        size += len(done)
+        pending = [chunk[cut + 1 :]] if cut + 1 < len(chunk) else []
+    if pending:
+        out.append(clean("".join(pending)))
+    return "".join(out), starts

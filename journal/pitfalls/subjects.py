@@ -18,7 +18,7 @@ from journal.projections.timeline import (
     recorder_alive,
     settle,
 )
-from journal.terminal import Cleaned, clean
+from journal.terminal import clean, clean_chunks
 from journal.transcript import parse, step_name
 
 Alive = Callable[[str, int], bool]
@@ -68,19 +68,17 @@ def from_journal(
     for view in timeline.step_runs():
         # Detectors read the output as the terminal showed it (colours and redraws gone,
         # the same lines): chunk positions are moved onto the clean text.
-        output = Cleaned("".join(texts.get(view.run_id, [])))
+        output, starts = clean_chunks(texts.pop(view.run_id, []))
         run = Run(
             key=view.run_id,
             step=view.step,
             host=view.host,
             command=view.command,
-            text=output.text,
+            text=output,
             segments=[
-                Segment(output.position(s.start), s.stream, s.event, s.first_line)
-                for s in segments.get(view.run_id, [])
-            ]
-            if output.changed
-            else segments.get(view.run_id, []),
+                Segment(start, s.stream, s.event, s.first_line)
+                for start, s in zip(starts, segments.get(view.run_id, []), strict=True)
+            ],
             exit_code=view.exit_code,
             status=view.status,
             event=view.seq,
