@@ -72,6 +72,7 @@ REPLAYED = [
     "pub-vllm-collect-env-cu129-driver550.txt",
     "pub-conda-cpu-build-cudatoolkit.txt",  # conda
     "pub-conda-pyg-superseded-cpu.txt",
+    "pub-mamba-apex-torch-cpu-downgrade.txt",  # mamba's transaction table
     "h200-clean-repl.txt",  # a >>> session, clean
     "pub-clean-cpu-only-linux-numpy-warning.txt",  # a CPU-only host, clean
 ]

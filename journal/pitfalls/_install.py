@@ -125,9 +125,57 @@ def _conda_spec(name: str, spec: str) -> tuple[str, str]:
     return version, build
 
 
+#: mamba's and micromamba's transaction table: a section (`  Downgrade:`), then rows of
+#: `  - pytorch   2.2.2  py3.11_cuda11.8_cudnn8.7.0_0  pytorch   Cached` (the old) and
+#: `  + pytorch   2.0.1  …` (the new); `Install:` rows only `+`, `Remove:` rows only `-`.
+MAMBA_SECTION = re.compile(
+    r"^[ \t]*(?P<kind>Install|Upgrade|Downgrade|Change|Remove|Reinstall):[ \t]*$", re.M
+)
+MAMBA_NEEDLES = ("Install:\n", "Downgrade:\n", "Change:\n", "Upgrade:\n", "Remove:\n")
+MAMBA_ROW = re.compile(
+    r"^[ \t]+(?P<sign>[+-])[ \t]+(?P<name>[A-Za-z0-9_][\w.-]*)[ \t]+(?P<version>\d\S*)"
+    r"[ \t]+(?P<build>\S+)[ \t]+\S+(?:[ \t]+\S+)?[ \t]*$"
+)
+
+
+def _mamba_table(run: Run) -> list[CondaEntry]:
+    found: list[CondaEntry] = []
+    text = run.text
+    for section in MAMBA_SECTION.finditer(text):
+        old: dict[str, tuple[str, str, Evidence]] = {}
+        pos, rows = section.end() + 1, 0
+        while pos < len(text) and rows < 5000:
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            line = text[pos:end]
+            pos = end + 1
+            stripped = line.strip()
+            if not stripped or set(stripped) <= set("─━-"):
+                continue
+            match = MAMBA_ROW.match(line)
+            if not match:
+                break  # the next section, or the summary
+            rows += 1
+            name = match.group("name")
+            key = "torch" if name in CONDA_TORCH else name
+            version, build = match.group("version"), match.group("build")
+            evidence = run.line_at(end - len(line))
+            if match.group("sign") == "-":
+                old[key] = (version, build, evidence)
+                if section.group("kind") == "Remove":
+                    found.append(CondaEntry(key, version, build, None, "", evidence))
+                continue
+            before = old.pop(key, None)
+            if before is None:
+                found.append(CondaEntry(key, None, "", version, build, evidence))
+            else:
+                found.append(CondaEntry(key, before[0], before[1], version, build, before[2]))
+    return found
+
+
 def conda_plan(run: Run) -> list[CondaEntry]:
     """The packages of the conda (or mamba) plans the run's output shows, in order."""
-    if not run.has("The following "):
+    if not run.has("The following ", *MAMBA_NEEDLES):
         return []
     found = []
     text = run.text
@@ -161,6 +209,8 @@ def conda_plan(run: Run) -> list[CondaEntry]:
                 found.append(CondaEntry(key, old[0], old[1], None, "", evidence))
             elif new is not None:
                 found.append(CondaEntry(key, old[0], old[1], new[0], new[1], evidence))
+    if run.has(*MAMBA_NEEDLES):
+        found += _mamba_table(run)
     listed = {e.name for e in found}
     if run.has("|"):  # the download table: builds of packages a cut-short plan does not list
         for match, line in run.grep(CONDA_DOWNLOAD, "|", limit=500):
@@ -454,7 +504,7 @@ def tool(command: str) -> str:
 
 
 #: conda's (and mamba's) word that a plan was carried out, not only shown.
-CONDA_DONE = ("Executing transaction: done", "Transaction finished", "Linking ")
+CONDA_DONE = ("Executing transaction: done", "Transaction finished", "Executing transaction:")
 
 
 def plan_only(run: Run) -> bool:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 
 from journal.pitfalls._install import (
+    MAMBA_NEEDLES,
     Change,
     changes,
     output_changes,
@@ -78,7 +79,9 @@ def _output_check(run: Run) -> bool:
 
 def _output_changes(run: Run) -> list[Change]:
     """What a run without package snapshots changed, as its output says."""
-    if run.diff is not None or "install" not in run.command and not run.has("will be"):
+    if run.diff is not None:
+        return []
+    if not requests(run.command) and not run.has("will be", *MAMBA_NEEDLES):
         return []
     if plan_only(run):
         return []  # conda showed a plan; the output does not say it was carried out
