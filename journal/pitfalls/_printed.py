@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from journal.pitfalls._install import output_changes
 from journal.pitfalls.base import Evidence, Run, Subject
 from journal.pitfalls.commands import shell_pieces
 
@@ -425,8 +426,6 @@ def host_facts(subject: Subject) -> dict[int, HostFacts]:
     computed once per subject."""
     if subject._printed is not None:
         return subject._printed
-    from journal.pitfalls._install import output_changes
-
     state: dict[str, dict[str, Fact]] = {}
     out: dict[int, HostFacts] = {}
     for run in subject.runs:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from journal.pitfalls import _printed
 from journal.pitfalls.base import Evidence, Finding, Run, Subject
 
 TORCH_ENV = "torch-env"
@@ -327,8 +328,6 @@ def printed_pair(
     """Two facts of ``run``'s host as its output (and earlier output on the host) shows them,
     the first known of each list of names (:mod:`journal.pitfalls._printed`), when ``run``
     itself showed one of them and has no torch-env probe (which decides by itself)."""
-    from journal.pitfalls import _printed
-
     seen = _printed.at(subject, run)
     if seen is None or torch_env(run) is not None:
         return None

@@ -10,10 +10,11 @@ asks for `numpy<2`) everything written for the newer one breaks: an error.
 
 In a journal the package snapshots before and after the step make the verdict certain; in a
 transcript uv's ` - numpy==2.4.2` / ` + numpy==2.4.1` lines, or pip's `Found existing
-installation: numpy 2.4.2` and `Successfully installed … numpy-2.4.1`, show it. A downgrade of
-torch itself is reported as `torch-replaced`, not here; a package named on the command line
-(`numpy==2.4.1`) was asked for. When a requirements or constraints file was given, it may
-have asked for the older version: one level less severe.
+installation: numpy 2.4.2` and `Successfully installed … numpy-2.4.1`, or conda's plan (`The
+following packages will be DOWNGRADED:`) and mamba's transaction table (`Downgrade:`), show it.
+A downgrade of torch itself is reported as `torch-replaced`, not here; a package named on the
+command line (`numpy==2.4.1`) was asked for. When a requirements or constraints file was
+given, it may have asked for the older version: one level less severe.
 """
 
 from __future__ import annotations

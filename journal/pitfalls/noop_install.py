@@ -5,7 +5,10 @@ torch that already satisfies the bare name `torch`, whichever index is given: uv
 `Audited 3 packages` (uv 0.10.10 and later: `Checked 3 packages`) and changes nothing; pip says
 `Requirement already satisfied` for each package. The old build (`2.10.0+cu128`) stays and
 every later step runs on it. In a journal, the package snapshots before and after the step
-make the verdict certain.
+make the verdict certain. A request that pins exactly the build installed (`torch==2.9.1+cu128`
+from the cu128 index, uv answering `Checked 1 package`) asked for nothing new and is no
+finding; a torch pin without its local version (`torch==2.9.1`) from a variant's index still
+asks for that variant, which the installed copy may not be.
 """
 
 from __future__ import annotations

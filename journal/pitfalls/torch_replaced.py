@@ -7,8 +7,10 @@ chosen to match the old torch (its CUDA, NCCL, the kernels compiled against its 
 longer matches; the step looks like a success and the next benchmark runs on a stack nobody
 picked. In a journal the package snapshots before and after the step make the verdict certain;
 in a transcript uv's ` - torch==…` / ` + torch==…` lines, or pip's `Found existing
-installation: torch …` and `Successfully installed … torch-2.9.1`, show it. Where only pip's
-last line was pasted, it cannot tell whether another torch was there before: a warning.
+installation: torch …` and `Successfully installed … torch-2.9.1`, or a conda or mamba plan,
+show it (conda's `pytorch` is torch, and a CUDA build superseded by a CPU one is replaced).
+Where only pip's last line was pasted, it cannot tell whether another torch was there
+before: a warning.
 """
 
 from __future__ import annotations
