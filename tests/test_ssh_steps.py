@@ -207,24 +207,35 @@ def _alive(pid: int) -> bool:
         return fh.read().split()[2] != "Z"
 
 
+@pytest.mark.parametrize(
+    ("sent", "code", "why"),
+    [
+        (signal.SIGINT, 130, "Ctrl-C"),
+        (signal.SIGTERM, 143, "SIGTERM"),
+        (signal.SIGHUP, 129, "SIGHUP"),  # the operator's own SSH session dropped
+    ],
+)
 def test_ctrl_c_stops_the_remote_command_and_records_an_interrupted_step(
-    one_host, tmp_path: Path
+    one_host, tmp_path: Path, sent: signal.Signals, code: int, why: str
 ) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP on journal stop the command on the host (its whole process
+    group) instead of leaving it running unrecorded, and the record names what stopped it."""
     write, db, env = one_host
     marker = tmp_path / "remote.pid"
     rb = write(step("hang", f"echo started; sh -c 'echo $$ > {marker}; exec sleep 300'"))
     proc = _started_proc(db, rb, env, "hang")
     _wait_for(marker)
     remote_pid = int(marker.read_text())
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sent)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, text(err)
+    assert proc.returncode == code, text(err)
     deadline = time.monotonic() + 10
     while _alive(remote_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(remote_pid), "the remote sleep survived Ctrl-C"
     finished = events(db, StepFinished)[-1].event
     assert finished.status == "interrupted"
+    assert finished.reason == f"interrupted ({why}): the command was stopped"
     assert b"h1: interrupted" in journal("status", db=db, runbook=rb, env=env).stdout
 
 

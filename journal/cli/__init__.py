@@ -7,6 +7,8 @@ tampering, 2 for bad input with a one-paragraph message and no traceback.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from journal import __version__
@@ -221,8 +223,47 @@ def _host_options(p: argparse.ArgumentParser, schedule: bool = False, plan: bool
     )
 
 
+class Stopped(KeyboardInterrupt):
+    """journal itself got SIGTERM or SIGHUP: it stops the steps at work as for Ctrl-C (their
+    whole process groups: INT, then TERM, then KILL) and records them interrupted by it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.why = signal.Signals(signum).name
+        super().__init__(self.why)
+
+
+#: The signal that stopped journal, once one did (its exit status is then 128 + it).
+_stopped_by: list[int] = []
+
+
+def _stop(signum: int, frame: object) -> None:
+    _stopped_by.append(signum)
+    if signum == signal.SIGHUP:
+        # the terminal is gone: what journal still prints goes nowhere instead of failing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            try:
+                os.dup2(devnull, fd)
+            except OSError:
+                pass
+        os.close(devnull)
+    raise Stopped(signum)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (the operator's SSH session dropping) stop journal the way Ctrl-C
+    does, so that no step's command outlives its record unseen."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(signum, _stop)
+        except (ValueError, OSError):
+            pass  # not the main thread (journal called from a program): leave its handlers
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _stop_on_signals()
     ctx = Context(
         db=args.db or "journal.db",
         runbook_path=args.runbook,
@@ -230,10 +271,15 @@ def main(argv: list[str] | None = None) -> int:
         db_given=args.db is not None,
     )
     try:
-        return int(args.func(ctx, args) or 0)
+        code = int(args.func(ctx, args) or 0)
+        # the steps were stopped as for Ctrl-C (130); the exit status names the real signal
+        return 128 + _stopped_by[0] if _stopped_by and code == 130 else code
     except BadInput as exc:
         print(f"journal: {exc}", file=sys.stderr)
         return 2
+    except Stopped as stop:
+        print(f"journal: stopped by {stop.why}", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("journal: interrupted", file=sys.stderr)
         return 130

@@ -107,7 +107,7 @@ def _from_status(run: Run) -> tuple[str, str] | None:
     """(cause, what happened) for a journal step run that did not finish."""
     reason = _reason(run)
     if run.status == "interrupted":
-        if reason and "Ctrl-C" in reason:
+        if reason and re.match(r"interrupted \([^)]+\)", reason):
             return "ctrl-c", reason
         if reason and "recorder" in reason:
             return "recorder", reason
@@ -136,7 +136,7 @@ def _from_status(run: Run) -> tuple[str, str] | None:
 
 
 TITLES = {
-    "ctrl-c": "{step} was interrupted (Ctrl-C) before it finished",
+    "ctrl-c": "{step} was interrupted ({why}) before it finished",
     "recorder": "{step} never finished: journal stopped recording it (killed, or its machine "
     "went down), so how the command ended is unknown",
     "connection": "the connection to {host} was lost while {step} ran: the command may still "
@@ -190,7 +190,12 @@ def detect(subject: Subject) -> Iterator[Finding]:
             )
             if named:
                 host = named.group(1)
-        fill = {"step": run_name(subject, run), "host": host}
+        asked = re.match(r"interrupted \(([^)]+)\)", _reason(run) or "")
+        fill = {
+            "step": run_name(subject, run),
+            "host": host,
+            "why": asked.group(1) if asked else "Ctrl-C",
+        }
         if subject.journal and not run.imported:
             fill["check"] = f"check what it left (`journal run probe packages --host {run.host}`)"
             fill["again"] = f"run it again (`journal run step {run.step} --host {run.host}`)"

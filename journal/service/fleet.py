@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from journal.errors import BadInput
 from journal.runbook import Host
+from journal.transport.base import Cancel
 
 R = TypeVar("R")
 
@@ -135,7 +136,7 @@ def run_fleet(
     watch = watch or FleetWatch()
     judge = verdict or (lambda _result: HostVerdict(True, "succeeded"))
     run: FleetRun[R] = FleetRun(label, [h.name for h in hosts], schedule)
-    cancel = threading.Event()
+    cancel = Cancel()
     results: dict[str, R] = {}
     began: dict[str, float] = {}
     done = threading.Semaphore(0)
@@ -203,8 +204,9 @@ def run_fleet(
                     if running == 0:
                         break
                 reap(float("inf"))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             run.interrupted = True
+            cancel.why = getattr(stop, "why", "Ctrl-C")
             cancel.set()
             watch.interrupted()
             deadline = time.monotonic() + STOP_WAIT_S

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import socket
 import threading
 import time
@@ -290,13 +292,18 @@ def connect(transport: Transport, host: Host, append: Append) -> str | None:
 
 def exit_status(runs: list[StepRun]) -> int:
     """0 when every host succeeded; else the first failure's own exit status (or 124 for a
-    timeout, 130 for Ctrl-C, 255 when the host could not be reached, as ssh does, 1 when the
-    command exited 0 but failed its expectations or printed no figure)."""
+    timeout, 130 for Ctrl-C and 128 + the signal when journal got SIGTERM or SIGHUP, 255 when
+    the host could not be reached, as ssh does, 1 when the command exited 0 but failed its
+    expectations or printed no figure)."""
     for run in runs:
         outcome = run.outcome
         if outcome.ok:
             continue
         if outcome.status == "interrupted":
+            # 130 for Ctrl-C; 128 + the signal for one journal itself got (143: SIGTERM)
+            asked = re.match(r"interrupted \((SIG[A-Z]+)\)", outcome.reason or "")
+            if asked and asked.group(1) in signal.Signals.__members__:
+                return 128 + signal.Signals[asked.group(1)]
             return 130
         if outcome.status == "timed-out":
             return 124

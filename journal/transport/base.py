@@ -42,6 +42,13 @@ class Outcome:
         return self.status == "succeeded"
 
 
+class Cancel(threading.Event):
+    """Set when the steps at work must stop; ``why`` names what asked (``Ctrl-C``, or the
+    signal journal itself got: ``SIGTERM``, ``SIGHUP``), for the record."""
+
+    why = "Ctrl-C"
+
+
 class ConnectFailed(Exception):
     """The host could not be reached or refused us; the message says why."""
 
@@ -140,6 +147,7 @@ class Stopper:
             cancelled=self.stopped and not self.timed_out,
             timed_out=self.timed_out,
             timeout=self.timeout,
+            why=getattr(self.cancel, "why", "Ctrl-C"),
         )
 
 
@@ -152,9 +160,16 @@ def signal_name(number: int) -> str | None:
 
 
 def outcome_for_exit(
-    code: int | None, duration: float, *, cancelled: bool, timed_out: bool, timeout: float | None
+    code: int | None,
+    duration: float,
+    *,
+    cancelled: bool,
+    timed_out: bool,
+    timeout: float | None,
+    why: str = "Ctrl-C",
 ) -> Outcome:
-    """The outcome of a command that ended with ``code`` (negative: killed by that signal)."""
+    """The outcome of a command that ended with ``code`` (negative: killed by that signal);
+    ``why`` names what interrupted it."""
     sig = None
     if code is not None and code < 0:
         sig, code = signal_name(-code), 128 - code
@@ -166,7 +181,7 @@ def outcome_for_exit(
         )
     if cancelled:
         return Outcome(
-            "interrupted", code, duration, sig, "interrupted (Ctrl-C): the command was stopped"
+            "interrupted", code, duration, sig, f"interrupted ({why}): the command was stopped"
         )
     if code == 0:
         return Outcome("succeeded", 0, duration)
