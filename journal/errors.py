@@ -9,3 +9,8 @@ class BadInput(Exception):
 
 class Tampered(Exception):
     """The store's hash chain or schema does not hold: exit status 1."""
+
+
+class Busy(BadInput):
+    """The store's write lock could not be had within its busy timeout: exit status 2, and
+    nothing was written by the attempt."""

@@ -141,6 +141,8 @@ def run_fleet(
     began: dict[str, float] = {}
     done = threading.Semaphore(0)
 
+    failures: list[BaseException] = []
+
     def on_host(host: Host) -> None:
         began[host.name] = time.monotonic()
         ended = BROKEN
@@ -149,6 +151,10 @@ def run_fleet(
             result = work(host, cancel)
             results[host.name] = result
             ended = judge(result)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the calling thread
+            failures.append(exc)
+            cancel.why = "journal could not go on recording"
+            cancel.set()  # the other hosts' commands are stopped, not left unrecorded
         finally:
             run.elapsed[host.name] = time.monotonic() - began[host.name]
             run.verdicts[host.name] = ended
@@ -217,4 +223,6 @@ def run_fleet(
         run.results = [results[h.name] for h in hosts if h.name in results]
         run.wall = time.monotonic() - clock
         watch.fleet_finished(run)
+    if failures:
+        raise failures[0]  # in the calling thread: its message, not a thread's traceback
     return run

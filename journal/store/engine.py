@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,17 @@ from journal.resources import folder
 
 MIGRATIONS = folder("migrations")
 
-#: How long an SQLite writer waits for another's lock before giving up.
+#: How long an SQLite writer waits for another's lock before giving up (the environment's
+#: JOURNAL_BUSY_TIMEOUT_S, in seconds, changes it).
 BUSY_TIMEOUT_MS = 60_000
+
+
+def busy_timeout_ms() -> int:
+    try:
+        return int(float(os.environ["JOURNAL_BUSY_TIMEOUT_S"]) * 1000)
+    except (KeyError, ValueError):
+        return BUSY_TIMEOUT_MS
+
 
 #: The newest revision under migrations/ (a test checks it against Alembic's head). A database
 #: already there is opened without importing Alembic, which costs a third of a command's start.
@@ -77,7 +87,7 @@ def _tune_sqlite(engine: Engine) -> None:
         # pysqlite's own implicit BEGIN is turned off so the "begin" hook below decides.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute(f"PRAGMA busy_timeout={busy_timeout_ms()}")
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()

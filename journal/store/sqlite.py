@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from sqlalchemy import ColumnElement
 
+from journal.errors import Busy
 from journal.mapper import GENESIS, Recorded
 from journal.store.chain import Item, check_continues, seal
 from journal.store.core import Driver, DriverBackend, recorded
@@ -28,8 +29,20 @@ _LAST = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
 
 
 def _immediately(conn: sqlite3.Connection, work: Callable[[], _T]) -> _T:
-    """``work()`` in one write transaction, taken before anything is read."""
-    conn.execute("BEGIN IMMEDIATE")
+    """``work()`` in one write transaction, taken before anything is read; Busy when another
+    writer holds the lock past the busy timeout."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        waited = conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+        path = conn.execute("PRAGMA database_list").fetchone()[2] or "the database"
+        raise Busy(
+            f"{path} is locked by another writer: its lock was not released within the "
+            f"{waited:g} s busy timeout, so nothing was written; find the process holding it "
+            f"(`fuser {path}`) and try again once it is done"
+        ) from None
     try:
         done = work()
         conn.execute("COMMIT")

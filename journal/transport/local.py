@@ -14,6 +14,7 @@ import subprocess
 import time
 
 from journal.transport.base import (
+    INTERRUPT_GRACE_S,
     POLL_S,
     READ_SIZE,
     Outcome,
@@ -57,26 +58,43 @@ class LocalTransport(Transport):
             _signal_group(proc.pid, signal.Signals[f"SIG{name}"])
 
         exited_at: float | None = None
-        while open_streams:
-            for key, _ in selector.select(POLL_S):
-                data = os.read(key.fd, READ_SIZE)
-                if data:
-                    sink.feed(key.data, data)
-                else:
-                    selector.unregister(key.fileobj)
-                    open_streams -= 1
-            sink.tick()
-            now = time.monotonic()
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            elif exited_at is not None and now - exited_at > DRAIN_S:
-                break  # a background child still holds the pipes open; the step itself is done
-            stopper.check(now, send)
-        selector.close()
+        try:
+            while open_streams:
+                for key, _ in selector.select(POLL_S):
+                    data = os.read(key.fd, READ_SIZE)
+                    if data:
+                        sink.feed(key.data, data)
+                    else:
+                        selector.unregister(key.fileobj)
+                        open_streams -= 1
+                sink.tick()
+                now = time.monotonic()
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now
+                elif exited_at is not None and now - exited_at > DRAIN_S:
+                    break  # a background child still holds the pipes open; the step is done
+                stopper.check(now, send)
+        except BaseException:
+            # the record cannot go on (the store refused a write): stop the command rather
+            # than leave it running unrecorded
+            _stop_now(proc)
+            raise
+        finally:
+            selector.close()
         code = proc.wait()
         proc.stdout.close()
         proc.stderr.close()
         return stopper.outcome(code, time.monotonic() - stopper.start)
+
+
+def _stop_now(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the command's process group: SIGTERM, then SIGKILL after the grace period."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(INTERRUPT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -147,20 +147,27 @@ class SshTransport(Transport):
         def send(name: str) -> None:
             self._signal_remote(pidfile, name)
 
-        while True:
-            while chan.recv_ready():
-                sink.feed("stdout", chan.recv(READ_SIZE))
-            while chan.recv_stderr_ready():
-                sink.feed("stderr", chan.recv_stderr(READ_SIZE))
-            sink.tick()
-            if chan.closed or (chan.exit_status_ready() and chan.eof_received):
-                if not chan.recv_ready() and not chan.recv_stderr_ready():
+        try:
+            while True:
+                while chan.recv_ready():
+                    sink.feed("stdout", chan.recv(READ_SIZE))
+                while chan.recv_stderr_ready():
+                    sink.feed("stderr", chan.recv_stderr(READ_SIZE))
+                sink.tick()
+                if chan.closed or (chan.exit_status_ready() and chan.eof_received):
+                    if not chan.recv_ready() and not chan.recv_stderr_ready():
+                        break
+                    continue
+                if not transport.is_active():
                     break
-                continue
-            if not transport.is_active():
-                break
-            stopper.check(time.monotonic(), send)
-            select.select([fd], [], [], POLL_S)
+                stopper.check(time.monotonic(), send)
+                select.select([fd], [], [], POLL_S)
+        except BaseException:
+            # the record cannot go on (the store refused a write): stop the command rather
+            # than leave it running unrecorded
+            send("TERM")
+            chan.close()
+            raise
         duration = time.monotonic() - stopper.start
         status = chan.exit_status if chan.status_event.is_set() else -1
         chan.close()
