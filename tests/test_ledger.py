@@ -45,6 +45,9 @@ class Upto:
             if rec.seq <= self.limit:
                 yield rec
 
+    def liveness(self):  # type: ignore[no-untyped-def]
+        return self.store.liveness()
+
 
 class Counting(Upto):
     """The whole store, saying which events were read."""

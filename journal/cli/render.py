@@ -28,6 +28,7 @@ MARK = {
     "succeeded": "ok  ",
     "failed": "FAIL",
     "interrupted": "INT ",
+    "lost": "LOST",
     "timed-out": "TIME",
     "running": "... ",
     "pending": "    ",

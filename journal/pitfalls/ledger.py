@@ -41,7 +41,6 @@ from journal.pitfalls.lifecycle import (
 )
 from journal.pitfalls.subjects import from_journal
 from journal.projections.packages import diff_packages
-from journal.projections.timeline import recorder_alive
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
 
@@ -266,10 +265,10 @@ class Folded:
 class Ledger:
     """The findings projection of one journal."""
 
-    def __init__(self, store: EventStore, journal: str, alive: Alive = recorder_alive) -> None:
+    def __init__(self, store: EventStore, journal: str, alive: Alive | None = None) -> None:
         self.store = store
         self.journal = journal
-        self.alive = alive
+        self.alive = alive or store.liveness()  # the recorders' heartbeats
         self.cache = ProjectionCache(store.engine)
 
     # -- reading -------------------------------------------------------------------------------
@@ -395,7 +394,7 @@ class _State:
         subject, _ = from_journal(ledger.journal, records, ledger.alive)
         running = {run.key for run in subject.runs if run.status in ("running", "unfinished")}
         if not final:
-            running |= {run.key for run in subject.runs if run.status == "interrupted"}
+            running |= {run.key for run in subject.runs if run.status in ("interrupted", "lost")}
         new = {run.key for run in subject.runs}
         hosts = {run.host for run in subject.runs} | {
             f.host for f in subject.metrics if isinstance(f, Figure) and f.host

@@ -3,8 +3,10 @@
 A step stopped half-way leaves the host in a state nobody chose: an install that removed the
 old torch and had not yet put the new one in place, a build half-written, a command still
 running on the host after the SSH connection dropped. In a journal the step run says how it
-ended: `interrupted` (Ctrl-C, or journal itself was killed or its machine went down, so the
-command's fate is unknown), `timed-out` (stopped after the step's timeout), killed by a signal
+ended: `interrupted` (stopped by Ctrl-C, or by the SIGTERM or SIGHUP journal itself got: the
+signal is named), `lost` (journal was killed or its machine went down while the command ran:
+its heartbeat stopped, and the command's fate is unknown), `timed-out` (stopped after the
+step's timeout), killed by a signal
 (exit 137: SIGKILL, often the kernel's out-of-memory killer; 143: SIGTERM), or `failed` with
 no exit status because the connection was lost. In a transcript: `^C` near the end of a
 command's output, the shell's `Killed`, or ssh's `Connection to … closed by remote host.`,
@@ -106,6 +108,8 @@ def _reason(run: Run) -> str | None:
 def _from_status(run: Run) -> tuple[str, str] | None:
     """(cause, what happened) for a journal step run that did not finish."""
     reason = _reason(run)
+    if run.status == "lost":
+        return "lost", reason or "its recorder stopped before the step ended"
     if run.status == "interrupted":
         if reason and re.match(r"interrupted \([^)]+\)", reason):
             return "ctrl-c", reason
@@ -139,12 +143,16 @@ TITLES = {
     "ctrl-c": "{step} was interrupted ({why}) before it finished",
     "recorder": "{step} never finished: journal stopped recording it (killed, or its machine "
     "went down), so how the command ended is unknown",
+    "lost": "{step} is lost: journal stopped recording it (killed, or its machine went down) "
+    "while the command ran on {host}, which may still be running it or may have ended it",
     "connection": "the connection to {host} was lost while {step} ran: the command may still "
     "be running there, or may have been cut off half-way",
     "timeout": "{step} was stopped after its timeout before it finished",
     "killed": "{step} was killed before it finished",
 }
 ADVICE = {
+    "lost": "do not run it again before you know how it ended: look on {host} for the command "
+    "(`pgrep -af '<command>'`) and wait for it to end; then {check}",
     "connection": "log in to {host} and look for the command before anything else (`pgrep -af "
     "'<command>'`): it may still be running; once it has ended, {check} and {again}; run long "
     "steps under tmux or nohup on the host",
@@ -157,7 +165,7 @@ DEFAULT_ADVICE = (
     "the command may have changed the host half-way: {check} (for an install, also whether the "
     "package imports) and {again}"
 )
-SEVERITY = {"recorder": "error", "connection": "error", "killed": "warning"}
+SEVERITY = {"recorder": "error", "lost": "error", "connection": "error", "killed": "warning"}
 
 
 def detect(subject: Subject) -> Iterator[Finding]:

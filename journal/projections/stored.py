@@ -33,7 +33,6 @@ from journal.projections.timeline import (
     Timeline,
     TimelineItem,
     apply,
-    recorder_alive,
     settle,
 )
 from journal.store.cache import Head, ProjectionCache
@@ -272,9 +271,10 @@ def fold_on(timeline: Timeline, records: Iterable[Recorded]) -> tuple[list[Timel
     return list(touched.values()), last
 
 
-def current_timeline(store: Any, journal: str, alive: Alive = recorder_alive) -> Timeline:
+def current_timeline(store: Any, journal: str, alive: Alive | None = None) -> Timeline:
     """The timeline of ``journal`` as it stands: the stored one folded on with the events
-    after it (saved again for the next reader), runs not ended settled with ``alive``."""
+    after it (saved again for the next reader), runs not ended settled with ``alive`` (by
+    default, the recorders' heartbeats in the store)."""
     cache = ProjectionCache(store.engine)
     restored = load(cache, journal)
     if restored is None:
@@ -293,4 +293,4 @@ def current_timeline(store: Any, journal: str, alive: Alive = recorder_alive) ->
         view = timeline.runs.get(run)
         if view is not None:
             view.status, view.reason = "unfinished", None
-    return settle(timeline, alive)
+    return settle(timeline, alive or store.liveness())

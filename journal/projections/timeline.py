@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import os
-import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import singledispatch
@@ -25,6 +23,7 @@ from journal.events import (
 )
 from journal.mapper import Recorded
 from journal.projections.packages import PackageDiff, diff_packages
+from journal.store.leases import in_process_table
 
 
 @dataclass
@@ -341,31 +340,26 @@ def project(journal: str, records: Iterable[Recorded]) -> Timeline:
     return state
 
 
-def recorder_alive(machine: str, pid: int) -> bool:
-    """Whether the process that recorded a step is still running (on this machine)."""
-    if machine != socket.gethostname() or pid <= 0:
-        return False
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return b"journal" in fh.read()
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
+#: Whether the process that recorded a step is still running, on this machine (the fallback
+#: for a run without a lease; :meth:`journal.store.EventStore.liveness` asks the heartbeats).
+recorder_alive = in_process_table
+
+
+#: Why a run is lost: its recorder went away before the run ended.
+LOST = (
+    "its recorder stopped before the step ended (killed, or its machine went down): the "
+    "command may still be running on the host, or may have ended; how is unknown"
+)
 
 
 def settle(timeline: Timeline, alive: Callable[[str, int], bool] = recorder_alive) -> Timeline:
-    """Mark unfinished runs as running when their recorder lives, else interrupted."""
+    """Mark unfinished runs as running while their recorder lives (its heartbeat is fresh),
+    else lost: never interrupted by guess."""
     for view in timeline.runs.values():
         if view.status == "unfinished":
             if alive(view.machine, view.pid):
                 view.status = "running"
             else:
-                view.status = "interrupted"
-                view.reason = (
-                    "the step never finished: its recorder stopped "
-                    "(killed, or the machine went down)"
-                )
+                view.status = "lost"
+                view.reason = LOST
     return timeline

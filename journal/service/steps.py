@@ -21,6 +21,7 @@ from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
 from journal.service.checks import Append, HostChecks
 from journal.service.fleet import FleetRun, FleetWatch, HostVerdict, Schedule, run_fleet
+from journal.service.heartbeat import heartbeat
 from journal.store import EventStore
 from journal.transport import ConnectFailed, Outcome, Transport, transport_for
 
@@ -129,6 +130,25 @@ def on_hosts(hosts: list[Host], work: Callable[[Host, threading.Event], R]) -> l
 
 
 def _run_on_host(
+    store: EventStore,
+    runbook: Runbook,
+    step: Step,
+    host: Host,
+    echo: StepWatch,
+    cancel: threading.Event,
+    accept_new_host_key: bool,
+    plan_run: str | None,
+    measure: Measure | None = None,
+) -> StepRun:
+    """:func:`_record_on_host` under this process's heartbeat, so that readers anywhere see
+    the run as running while it is recorded, and as lost if this process dies."""
+    with heartbeat(store, runbook.name):
+        return _record_on_host(
+            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run, measure
+        )
+
+
+def _record_on_host(
     store: EventStore,
     runbook: Runbook,
     step: Step,

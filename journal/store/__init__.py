@@ -24,6 +24,7 @@ from journal.output import chunk_text
 from journal.store.chain import ChainBreak, Item, utc_now
 from journal.store.core import CoreBackend, EventFilter
 from journal.store.engine import open_engine
+from journal.store.leases import Alive, Leases
 from journal.store.postgres import PostgresBackend
 from journal.store.schema import COLUMNS, StoredRow, events
 from journal.store.sqlite import SqliteBackend
@@ -58,6 +59,16 @@ class EventStore:
     def close(self) -> None:
         self.backend.close()
         self.engine.dispose()
+
+    @property
+    def leases(self) -> Leases:
+        """The recorder leases: heartbeats of the processes recording steps."""
+        return Leases(self.engine)
+
+    def liveness(self) -> Alive:
+        """Whether the recorder of an unfinished run (its machine and pid) is alive, on any
+        machine, by its heartbeat."""
+        return self.leases.alive()
 
     def append(self, journal: str, batch: Sequence[Event], ts: str | None = None) -> None:
         """Append ``batch`` in one transaction, chained onto the newest event in the store."""

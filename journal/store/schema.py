@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from sqlalchemy import Boolean, Column, Integer, MetaData, String, Table, Text
+from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -50,6 +50,17 @@ projection_rows = Table(
     Column("projection", String(64), primary_key=True),
     Column("key", String(400), primary_key=True),
     Column("body", Text, nullable=False),
+)
+
+#: Revision 0004: one row per recording process (its machine and pid), its ``beat`` (seconds
+#: since the epoch) kept fresh while it records steps; removed when it ends.
+recorder_leases = Table(
+    "recorder_leases",
+    metadata,
+    Column("machine", String(200), primary_key=True),
+    Column("pid", Integer, primary_key=True),
+    Column("journal", String(200), nullable=False),
+    Column("beat", Float, nullable=False),
 )
 
 #: The columns of a row in the order ``StoredRow`` holds them.

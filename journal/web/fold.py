@@ -169,7 +169,7 @@ _SERIALS = itertools.count(1)
 
 def _settled_status(view: StepRunView, alive: Alive) -> str:
     """What settling makes of an unfinished run now: running while its recorder lives."""
-    return "running" if alive(view.machine, view.pid) else "interrupted"
+    return "running" if alive(view.machine, view.pid) else "lost"
 
 
 class _Batch:

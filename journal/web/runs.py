@@ -17,7 +17,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 
 from journal.pitfalls.base import Finding
 from journal.projections.packages import KINDS
-from journal.projections.timeline import StepRunView, recorder_alive
+from journal.projections.timeline import StepRunView
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
 from journal.web.sse import after_seq, event_stream, message
 from journal.web.state import JournalState, journal_or_404, store
@@ -132,6 +132,7 @@ def live(journal: str, run_id: str) -> Response:
     run = _run_or_404(state, run_id)
     sent = seen = after_seq()
     checked = 0.0
+    alive = store().liveness()  # the recorder's heartbeat, on whichever machine it runs
 
     def poll() -> tuple[list[str], bool]:
         nonlocal sent, seen, checked
@@ -141,7 +142,7 @@ def live(journal: str, run_id: str) -> Response:
             if now - checked < 1.0:
                 return [], False
             checked = now
-            if recorder_alive(run.machine, run.pid):
+            if alive(run.machine, run.pid):
                 return [], False
             # the recorder is gone: a StepFinished it wrote on its way out, or none
             newest, finished = _progress(run_id, seen)

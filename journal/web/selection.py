@@ -24,7 +24,7 @@ from journal.store import EventStore
 from journal.web.state import JournalState
 
 KINDS = ("step", "probe", "note", "metric", "host-key")
-STATUSES = ("succeeded", "failed", "interrupted", "timed-out", "running", "imported")
+STATUSES = ("succeeded", "failed", "interrupted", "lost", "timed-out", "running", "imported")
 LAYOUTS = ("list", "hosts")
 
 

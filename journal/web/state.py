@@ -113,6 +113,7 @@ class JournalStates:
         self._guard = threading.Lock()
         self._judging: dict[str, threading.Thread] = {}
         self.cache = ProjectionCache(store.engine)
+        self.alive = store.liveness()  # the recorders' heartbeats
         #: per journal, the head of its timeline projection as this process last saw it
         self._heads: dict[str, Head | None] = {}
         self._dirty: set[str] = set()  # journals whose stored timeline must be written anew
@@ -199,7 +200,7 @@ class JournalStates:
         restored, total = found
         timeline = restored.timeline
         _, last = stored.fold_on(timeline, self.store.read(journal, after=restored.seq))
-        settle(timeline)  # runs stored as not ended (their end may have come since)
+        settle(timeline, self.alive)  # runs stored as not ended (their end may have come since)
         runs = list(timeline.runs)
         findings = Ledger(self.store, journal).findings_of(runs)
         with self._guard:
@@ -220,9 +221,9 @@ class JournalStates:
         if restored is None:
             self._heads[journal] = None
             self._dirty.add(journal)
-            return JournalFold(journal)
+            return JournalFold(journal, self.alive)
         self._heads[journal] = restored.head
-        fold = JournalFold.restored(restored)
+        fold = JournalFold.restored(restored, self.alive)
         kinds = [PitfallAcknowledged.type, PitfallUnacknowledged.type]
         for rec in self.store.read(journal, types=kinds):  # those before the stored head
             if rec.seq <= fold.last_seq:
