@@ -103,6 +103,9 @@ class OutputChunk(Event):
     size: int
     t: float
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    #: bytes of the stream the command had printed up to the end of this chunk (before
+    #: redaction): where `journal attach` goes on reading the run's spool
+    end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +258,21 @@ class TranscriptImported(Event):
     commands: int
 
 
+@dataclass(frozen=True)
+class StepReattached(Event):
+    """A process took over recording a run whose recorder was lost (`journal attach`): its
+    ``pid`` and ``machine`` are the run's recorder from here on, and it records the output
+    from ``offsets`` (bytes of each stream already recorded) on."""
+
+    type: ClassVar[str] = "StepReattached"
+
+    run: str
+    host_name: str
+    pid: int
+    machine: str
+    offsets: dict[str, int] = field(default_factory=dict)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -263,6 +281,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         StepStarted,
         OutputChunk,
         StepFinished,
+        StepReattached,
         NoteAdded,
         PackagesSnapshotted,
         ProbeRecorded,

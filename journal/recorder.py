@@ -67,6 +67,7 @@ class OutputRecorder:
         host: str,
         redactor: Redactor,
         echo: Callable[[str, bytes], None] | None = None,
+        offsets: dict[str, int] | None = None,
     ) -> None:
         self._append = append
         self.run_id = run_id
@@ -79,6 +80,9 @@ class OutputRecorder:
         self._line: dict[str, float] = {}  # when the buffer's unfinished last line began
         self._last_flush = self.start
         self.bytes = {"stdout": 0, "stderr": 0}
+        #: bytes of each stream stored so far, counted from the command's first (an attached
+        #: recorder starts where the record stood)
+        self.stored = {"stdout": 0, "stderr": 0, **(offsets or {})}
 
     def feed(self, stream: str, data: bytes) -> None:
         if self.echo is not None:
@@ -126,6 +130,7 @@ class OutputRecorder:
             data = bytes(buf[:cut])
             t = self._first[stream]
             del buf[:cut]
+            self.stored[stream] += len(data)
             if buf:
                 self._first[stream] = self._line.get(stream, t)
             clean, redactions = self.redactor.bytes(data, stream)
@@ -140,6 +145,7 @@ class OutputRecorder:
                     size=len(clean),
                     t=round(t, 6),
                     redactions=redactions,
+                    end=self.stored[stream],
                 )
             )
         if chunks:

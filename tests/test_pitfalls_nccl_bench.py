@@ -564,14 +564,21 @@ def test_ctrl_c_timeout_and_a_killed_command_but_not_a_plain_failure(tmp_path: P
     assert "out of memory" in found["oom"]["advice"]
 
 
-def test_a_lost_ssh_connection_is_an_error(
+def test_a_cut_ssh_connection_is_no_interruption(
     tmp_path: Path, sshd: SshServer, ssh_home: SshHome
 ) -> None:
-    marker = tmp_path / "remote.pid"
+    """The command runs under its supervisor on the host: a dropped connection is opened
+    again and the step recorded to its end, so nothing was interrupted."""
+    from tests.test_ssh_steps import _cut_connections
+
+    marker, go = tmp_path / "remote.pid", tmp_path / "go"
     rb = write_runbook(
         tmp_path,
         f'[journal]\nname = "stops"\n\n[hosts.gpu]\nssh = "{sshd.alias}"\n\n'
-        + step("doomed", f"echo $$ > {marker}; echo before; sleep 60"),
+        + step(
+            "doomed",
+            f"echo $$ > {marker}; echo before; while [ ! -e {go} ]; do sleep 0.05; done",
+        ),
     )
     db = tmp_path / "journal.db"
     proc = subprocess.Popen(
@@ -581,15 +588,12 @@ def test_a_lost_ssh_connection_is_an_error(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    shell = _wait_for(marker)
-    _kill(_sshd_of(shell, sshd))
-    proc.communicate(timeout=30)
-    assert proc.returncode == 255
-    _kill(shell)
-    found = of(pitfalls_json(db, rb), "step-interrupted")
-    assert [(f["step"], f["severity"]) for f in found] == [("doomed", "error")]
-    assert found[0]["title"].startswith("the connection to gpu was lost while doomed ran")
-    assert "pgrep -af" in found[0]["advice"]
+    _wait_for(marker)
+    _cut_connections(sshd)
+    go.write_text("")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert of(pitfalls_json(db, rb), "step-interrupted") == []
 
 
 def _sshd_of(pid: int, server: SshServer) -> int:

@@ -239,28 +239,90 @@ def test_ctrl_c_stops_the_remote_command_and_records_an_interrupted_step(
     assert b"h1: interrupted" in journal("status", db=db, runbook=rb, env=env).stdout
 
 
-def test_a_lost_connection_records_a_failed_step_with_the_reason(
+def _cut_connections(server: SshServer) -> None:
+    """Kill the per-connection sshd processes of ``server`` (never the listener itself): the
+    SSH connections through it drop, as when a network goes away."""
+    assert server.process is not None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == server.process.pid:
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+#: A command that prints on both streams, waits for a file, prints again and exits 7.
+WAITING = (
+    "echo $$ > {marker}; for i in $(seq 1 20); do echo out $i; echo err $i >&2; done; "
+    "while [ ! -e {go} ]; do sleep 0.05; done; "
+    "for i in $(seq 21 40); do echo out $i; echo err $i >&2; done; exit 7"
+)
+EXPECTED_OUT = b"".join(b"out %d\n" % i for i in range(1, 41))
+EXPECTED_ERR = b"".join(b"err %d\n" % i for i in range(1, 41))
+
+
+def _recorded(db: Path, lines: int) -> None:
+    deadline = time.monotonic() + 30
+    while output(db, "stdout").count(b"\n") < lines if db.exists() else True:
+        assert time.monotonic() < deadline, "the first lines were never recorded"
+        time.sleep(0.05)
+
+
+def test_a_cut_connection_is_opened_again_and_the_rest_recorded(
     one_host, sshd: SshServer, tmp_path: Path
 ) -> None:
+    """The command runs under its supervisor on the host, so a dropped connection does not
+    stop it: journal connects again and records the rest from where its record stood."""
     write, db, env = one_host
-    marker = tmp_path / "remote.pid"
-    rb = write(step("doomed", f"echo $$ > {marker}; echo before; sleep 60"))
-    proc = _started_proc(db, rb, env, "doomed")
+    marker, go = tmp_path / "remote.pid", tmp_path / "go"
+    rb = write(step("cut", WAITING.format(marker=marker, go=go)))
+    proc = _started_proc(db, rb, env, "cut")
     _wait_for(marker)
-    # The per-connection sshd process is the ancestor of the remote shell: kill it.
-    shell = int(marker.read_text())
-    ppid = int(Path(f"/proc/{shell}/stat").read_text().split()[3])
-    while b"sshd" not in Path(f"/proc/{ppid}/cmdline").read_bytes():
-        ppid = int(Path(f"/proc/{ppid}/stat").read_text().split()[3])
-    assert ppid != sshd.process.pid  # never the listening server itself
-    os.kill(ppid, signal.SIGKILL)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 255, text(err)
+    _recorded(db, 20)
+    _cut_connections(sshd)
+    go.write_text("")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 7, text(err)
+    assert output(db, "stdout") == EXPECTED_OUT
+    assert output(db, "stderr") == EXPECTED_ERR
     finished = events(db, StepFinished)[-1].event
-    assert finished.status == "failed" and finished.exit_code is None
-    assert "connection" in finished.reason and "lost" in finished.reason
-    assert output(db) == b"before\n"
-    os.kill(shell, signal.SIGKILL)
+    assert (finished.status, finished.exit_code) == ("failed", 7)
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["killed", "killed-and-cut"])
+def test_kill_9_of_journal_then_attach_records_the_rest_and_the_true_exit_status(
+    one_host, sshd: SshServer, tmp_path: Path, cut: bool
+) -> None:
+    write, db, env = one_host
+    marker, go = tmp_path / "remote.pid", tmp_path / "go"
+    rb = write(step("long", WAITING.format(marker=marker, go=go)))
+    proc = _started_proc(db, rb, env, "long")
+    _wait_for(marker)
+    _recorded(db, 5)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    if cut:
+        _cut_connections(sshd)  # the SSH session dies with it
+    status = journal("status", db=db, runbook=rb, env=env)
+    assert b"long  h1: lost" in status.stdout, text(status.stdout)
+    go.write_text("")  # the command goes on without its recorder, and ends
+    attached = journal("attach", "--all", db=db, runbook=rb, env=env)
+    assert attached.returncode == 7, text(attached.stderr)
+    assert output(db, "stdout") == EXPECTED_OUT  # byte for byte: nothing twice, no gap
+    assert output(db, "stderr") == EXPECTED_ERR
+    finished = events(db, StepFinished)[-1].event
+    assert (finished.status, finished.exit_code) == ("failed", 7)
+    assert b"long  h1: failed" in journal("status", db=db, runbook=rb, env=env).stdout
+    # the spool is gone once recorded; there is nothing left to attach to
+    again = journal("attach", "--all", db=db, runbook=rb, env=env)
+    assert again.returncode == 0 and b"no lost runs" in again.stderr
+    assert not list((Path.home() / ".journal" / "runs").glob(f"{finished.run}*"))
 
 
 def test_an_unknown_host_key_is_refused_unless_accepted_and_then_recorded(

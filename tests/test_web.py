@@ -84,7 +84,7 @@ import_torch = true
 [[steps]]
 name = "colours"
 run = '''printf '\\033[31mred\\033[0m plain\\n'; printf 'to-err\\n' >&2
-sleep 0.3; echo out-again'''
+sleep 1; echo out-again'''
 hosts = ["h1", "h2"]
 
 [[steps]]

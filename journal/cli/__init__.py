@@ -113,6 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--author", help="who wrote it (default: user@machine)")
 
     command("status", commands.status, "plan progress and the state of each host")
+    p = command(
+        "attach",
+        commands.attach,
+        "record the rest of runs whose recorder was lost (the command went on on its host)",
+    )
+    p.add_argument("runs", nargs="*", metavar="RUN", help="a run id (or its start)")
+    p.add_argument("--all", action="store_true", help="every lost run of the journal")
+    p.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="accept (and record) an SSH host key not yet in known_hosts",
+    )
     from journal.cli import drift
 
     drift.add_parser(sub, command)

@@ -94,6 +94,30 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
     return exit_status(runs)
 
 
+def attach(ctx: Context, args: argparse.Namespace) -> int:
+    """`journal attach RUN... | --all`: record the rest of lost runs and how they ended."""
+    if bool(args.runs) == bool(args.all):
+        raise BadInput("name the runs to attach to (as `journal status` lists them), or --all")
+    runbook = ctx.runbook
+    from journal.cli.live import echo_for
+    from journal.service.attach import attach as attach_runs
+    from journal.service.attach import lost_runs
+    from journal.service.steps import exit_status
+
+    lost = lost_runs(ctx.store, runbook, args.runs)
+    if not lost:
+        print("journal: no lost runs to attach to", file=sys.stderr)
+        return 0
+    echo = echo_for(1)
+    runs = attach_runs(
+        ctx.store, runbook, lost, echo, accept_new_host_key=args.accept_new_host_key
+    )
+    for run in runs:
+        print(render.verdict(run), file=sys.stderr)
+    say_findings(ctx.store, runbook.name, [run.run_id for run in runs])
+    return exit_status(runs)
+
+
 def run_probe(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
     if args.name not in runbook.probes:

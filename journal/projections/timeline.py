@@ -19,6 +19,7 @@ from journal.events import (
     PackagesSnapshotted,
     ProbeRecorded,
     StepFinished,
+    StepReattached,
     StepStarted,
 )
 from journal.mapper import Recorded
@@ -225,6 +226,16 @@ def _(event: OutputChunk, rec: Recorded, state: Timeline) -> None:
     else:
         newlines = event.data.count("\n")
     view.lines[event.stream] = view.lines.get(event.stream, 0) + newlines
+
+
+@apply.register
+def _(event: StepReattached, rec: Recorded, state: Timeline) -> None:
+    view = state.runs.get(event.run)
+    if view is None or view.finished:
+        return
+    # the process that took over is the run's recorder now: alive while it records
+    view.pid, view.machine = event.pid, event.machine
+    view.status, view.reason = "unfinished", None
 
 
 @apply.register

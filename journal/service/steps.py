@@ -190,6 +190,10 @@ def _record_on_host(
 
     def finish(outcome: Outcome) -> StepRun:
         reason = redactor.text(outcome.reason, "reason")[0] if outcome.reason else None
+        if outcome.status == "detached":
+            # the command goes on on the host: the run stays open until `journal attach`
+            echo.say(f"{step.name} on {host.name}: {reason}")
+            return StepRun(run_id, step.name, host.name, outcome)
         store.append(
             journal,
             [
@@ -237,7 +241,7 @@ def _record_on_host(
         outcome = transport.run(sent, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id)
         recorder.close()
         echo.flush_host(host.name)
-        if measure is not None:
+        if measure is not None and outcome.status != "detached":
             outcome = measure.read(run_id, host, outcome, redactor)
         if outcome.status in ("succeeded", "failed") and outcome.exit_code is not None:
             failed = _after_step(checks, step, outcome, run_id, before)
@@ -327,6 +331,8 @@ def exit_status(runs: list[StepRun]) -> int:
             return 130
         if outcome.status == "timed-out":
             return 124
+        if outcome.status == "detached":
+            return 255  # the host could not be reached again; the command goes on there
         if outcome.exit_code == 0:
             return 1  # the command succeeded; its expectations (or figures) did not
         if outcome.exit_code:

@@ -42,6 +42,11 @@ class Outcome:
         return self.status == "succeeded"
 
 
+def detached(duration: float, why: str) -> Outcome:
+    """The outcome of a run left running on its host: the record stays open for `attach`."""
+    return Outcome("detached", None, duration, None, why)
+
+
 class Cancel(threading.Event):
     """Set when the steps at work must stop; ``why`` names what asked (``Ctrl-C``, or the
     signal journal itself got: ``SIGTERM``, ``SIGHUP``), for the record."""
@@ -93,15 +98,37 @@ class Transport(ABC):
         cancel: threading.Event,
         *,
         run_id: str = "step",
+        detach: bool = False,
     ) -> Outcome:
-        """Run ``command`` (with ``env``, in ``cwd``) feeding its output to ``sink``; stop it
-        when ``cancel`` is set or after ``timeout`` seconds; how it ended."""
+        """Run ``command`` (with ``env``, in ``cwd``) under the supervisor on the host
+        (:mod:`journal.transport.supervisor`), feeding its output to ``sink``; stop it when
+        ``cancel`` is set (or, with ``detach``, leave it running) or after ``timeout``
+        seconds; how it ended."""
         stopper = Stopper(cancel, timeout)
-        return self._stream(shell_script(command, env, cwd), sink, stopper, run_id)
+        started = time.monotonic()
+        self._launch(run_id, shell_script(command, env, cwd))
+        return self.follow(run_id, sink, stopper, {}, detach=detach, started=started)
 
     @abstractmethod
-    def _stream(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
-        """Run the shell ``script`` feeding ``sink``, letting ``stopper`` check as it polls."""
+    def _launch(self, run_id: str, script: str) -> None:
+        """Start ``script`` under the run's supervisor on the host; RuntimeError if it did
+        not start."""
+
+    @abstractmethod
+    def follow(
+        self,
+        run_id: str,
+        sink: OutputSink,
+        stopper: Stopper,
+        offsets: Mapping[str, int],
+        *,
+        detach: bool = False,
+        started: float | None = None,
+    ) -> Outcome:
+        """Stream the run's spool from ``offsets`` (bytes already recorded per stream) into
+        ``sink`` until the command ends; its outcome, then the run's folder removed. Status
+        ``detached`` when the command was left running (``detach``, or the host could not be
+        reached again), ``gone`` when the host has no spool for the run."""
 
 
 #: The signals a command is stopped with, in turn, each ``INTERRUPT_GRACE_S`` after the last.

@@ -1,32 +1,33 @@
-"""Runs a step on this machine, in its own process group so Ctrl-C and timeouts stop it all.
+"""Runs a step on this machine, under the supervisor (:mod:`journal.transport.supervisor`):
+the command runs detached in its own session, its output spooled to files that journal reads
+as they grow, so it outlives a journal that dies and a later `journal attach` records the rest.
 
-The command runs through ``subprocess`` rather than invoke's ``Local`` runner: invoke decodes
-output with replacement characters and keeps all of it in memory, and the journal needs the
-exact bytes streamed with flat memory.
+The spool is read straight from the files rather than through invoke's ``Local`` runner:
+invoke decodes output with replacement characters and keeps all of it in memory, and the
+journal needs the exact bytes streamed with flat memory.
 """
 
 from __future__ import annotations
 
 import os
-import selectors
-import signal
 import subprocess
 import time
+from collections.abc import Mapping
+from pathlib import Path
 
+from journal.transport import supervisor
 from journal.transport.base import (
-    INTERRUPT_GRACE_S,
     POLL_S,
     READ_SIZE,
     Outcome,
     OutputSink,
     Stopper,
     Transport,
+    detached,
 )
 
-#: How long output is still read after the shell exited while a child keeps the pipes open.
-DRAIN_S = 1.0
-
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+STREAMS = (("stdout", "out"), ("stderr", "err"))
 
 
 class LocalTransport(Transport):
@@ -40,66 +41,73 @@ class LocalTransport(Transport):
     def close(self) -> None:
         """Nothing to close."""
 
-    def _stream(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
-        proc = subprocess.Popen(
-            [SHELL, "-c", script],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+    def _shell(self, script: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [SHELL, "-c", script], input=stdin, capture_output=True, timeout=60, check=False
         )
-        assert proc.stdout is not None and proc.stderr is not None
-        selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ, "stdout")
-        selector.register(proc.stderr, selectors.EVENT_READ, "stderr")
-        open_streams = 2
+
+    def _launch(self, run_id: str, script: str) -> None:
+        done = self._shell(supervisor.launch(run_id), script.encode())
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"the supervisor did not start: {done.stderr.decode(errors='replace').strip()}"
+            )
+
+    def follow(
+        self,
+        run_id: str,
+        sink: OutputSink,
+        stopper: Stopper,
+        offsets: Mapping[str, int],
+        *,
+        detach: bool = False,
+        started: float | None = None,
+    ) -> Outcome:
+        folder = Path(os.path.expanduser(f"~/{supervisor.RUNS}/{run_id}"))
+        began = time.monotonic() if started is None else started
+        if not (folder / "pid").exists():
+            return Outcome("gone", None, 0.0, None, f"no spool of the run in {folder}")
+        pos = {stream: int(offsets.get(stream, 0)) for stream, _ in STREAMS}
 
         def send(name: str) -> None:
-            _signal_group(proc.pid, signal.Signals[f"SIG{name}"])
+            if not detach:
+                self._shell(supervisor.signal_group(run_id, name))
 
-        exited_at: float | None = None
+        handles = {}
         try:
-            while open_streams:
-                for key, _ in selector.select(POLL_S):
-                    data = os.read(key.fd, READ_SIZE)
-                    if data:
-                        sink.feed(key.data, data)
-                    else:
-                        selector.unregister(key.fileobj)
-                        open_streams -= 1
+            while True:
+                done = (folder / "rc").exists()
+                for stream, name in STREAMS:
+                    if stream not in handles:
+                        try:
+                            handles[stream] = open(folder / name, "rb")  # noqa: SIM115
+                        except FileNotFoundError:
+                            continue
+                    fh = handles[stream]
+                    fh.seek(pos[stream])
+                    while data := fh.read(READ_SIZE):
+                        pos[stream] += len(data)
+                        sink.feed(stream, data)
                 sink.tick()
-                now = time.monotonic()
-                if exited_at is None and proc.poll() is not None:
-                    exited_at = now
-                elif exited_at is not None and now - exited_at > DRAIN_S:
-                    break  # a background child still holds the pipes open; the step is done
-                stopper.check(now, send)
+                if done:
+                    break
+                stopper.check(time.monotonic(), send)
+                if detach and stopper.stopped:
+                    return detached(time.monotonic() - began, _left(run_id))
+                time.sleep(POLL_S)
         except BaseException:
             # the record cannot go on (the store refused a write): stop the command rather
             # than leave it running unrecorded
-            _stop_now(proc)
+            if not detach:
+                self._shell(supervisor.signal_group(run_id, "TERM"))
             raise
         finally:
-            selector.close()
-        code = proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-        return stopper.outcome(code, time.monotonic() - stopper.start)
+            for fh in handles.values():
+                fh.close()
+        code = int((folder / "rc").read_text().strip() or -1)
+        self._shell(supervisor.remove(run_id))
+        return stopper.outcome(code, time.monotonic() - began)
 
 
-def _stop_now(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the command's process group: SIGTERM, then SIGKILL after the grace period."""
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(INTERRUPT_GRACE_S)
-    except subprocess.TimeoutExpired:
-        _signal_group(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    """Send ``sig`` to a process group that may be gone already."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
+def _left(run_id: str) -> str:
+    return f"left running on the host; `journal attach {run_id}` records the rest"

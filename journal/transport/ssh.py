@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import select
-import shlex
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import paramiko
 from fabric import Config, Connection
 
+from journal.transport import supervisor
 from journal.transport.base import (
     POLL_S,
     READ_SIZE,
@@ -27,11 +28,14 @@ from journal.transport.base import (
     OutputSink,
     Stopper,
     Transport,
+    detached,
 )
 
 __all__ = ["AcceptedKey", "SshTransport", "fingerprint"]
 
 CONNECT_TIMEOUT_S = 20
+#: How long to wait before each try at opening a dropped connection again.
+RECONNECT_WAITS_S = (0.5, 1.0, 2.0, 4.0)
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -120,10 +124,6 @@ class SshTransport(Transport):
     def close(self) -> None:
         self.conn.close()
 
-    def _signal_remote(self, pidfile: str, sig: str) -> None:
-        """Send ``sig`` to the command's whole process group through a second channel."""
-        self._run_quietly(f"pgid=$(cat {pidfile} 2>/dev/null) && kill -{sig} -- -$pgid 2>/dev/null")
-
     def _run_quietly(self, command: str) -> None:
         """Run a short housekeeping command on a second channel, ignoring what it says."""
         try:
@@ -131,60 +131,104 @@ class SshTransport(Transport):
             chan.exec_command(command)
             chan.recv_exit_status()
             chan.close()
-        except (paramiko.SSHException, OSError, EOFError):
+        except (paramiko.SSHException, OSError, EOFError, AttributeError):
             pass  # the connection is gone; nothing more can be sent
 
-    def _stream(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
-        pidfile = shlex.quote(f"/tmp/journal-{run_id}.pid")
-        # sshd makes the login shell a session leader, so its pid ($$) is the process group of
-        # everything the step starts: that is what Ctrl-C and timeouts signal.
-        wrapped = f"printf '%s' $$ > {pidfile}\n(\n{script}\n)\nrc=$?\nrm -f {pidfile}\nexit $rc"
-        transport = self.conn.transport
+    def _launch(self, run_id: str, script: str) -> None:
         chan = self.conn.create_session()
-        chan.exec_command(wrapped)
-        fd = chan.fileno()
+        chan.exec_command(supervisor.launch(run_id))
+        chan.sendall(script.encode())
+        chan.shutdown_write()
+        status = chan.recv_exit_status()
+        errors = b""
+        while chan.recv_stderr_ready():
+            errors += chan.recv_stderr(READ_SIZE)
+        chan.close()
+        if status == -1 and self._reconnect():
+            # the connection dropped while the supervisor started: it may well be running
+            check = self.conn.create_session()
+            check.exec_command(f"test -s {supervisor.folder(run_id)}/pid")
+            status = 0 if check.recv_exit_status() == 0 else status
+            check.close()
+        if status != 0:
+            raise RuntimeError(
+                f"the supervisor did not start on {self.target} (exit {status}): "
+                f"{errors.decode(errors='replace').strip()}"
+            )
+
+    def _reconnect(self) -> bool:
+        """Open the connection again after it dropped; whether it came back."""
+        for wait in RECONNECT_WAITS_S:
+            time.sleep(wait)
+            try:
+                self.conn.close()
+                self.connect()
+                return True
+            except (ConnectFailed, paramiko.SSHException, OSError, EOFError):
+                continue
+        return False
+
+    def follow(
+        self,
+        run_id: str,
+        sink: OutputSink,
+        stopper: Stopper,
+        offsets: Mapping[str, int],
+        *,
+        detach: bool = False,
+        started: float | None = None,
+    ) -> Outcome:
+        began = time.monotonic() if started is None else started
+        pos = {"stdout": int(offsets.get("stdout", 0)), "stderr": int(offsets.get("stderr", 0))}
 
         def send(name: str) -> None:
-            self._signal_remote(pidfile, name)
+            if not detach:
+                self._run_quietly(supervisor.signal_group(run_id, name))
 
-        try:
-            while True:
-                while chan.recv_ready():
-                    sink.feed("stdout", chan.recv(READ_SIZE))
-                while chan.recv_stderr_ready():
-                    sink.feed("stderr", chan.recv_stderr(READ_SIZE))
-                sink.tick()
-                if chan.closed or (chan.exit_status_ready() and chan.eof_received):
-                    if not chan.recv_ready() and not chan.recv_stderr_ready():
+        while True:
+            transport = self.conn.transport
+            if transport is None or not transport.is_active():
+                if not self._reconnect():
+                    return detached(
+                        time.monotonic() - began,
+                        f"the connection to {self.target} was lost and could not be opened "
+                        f"again; the command goes on there: `journal attach {run_id}` records "
+                        "the rest",
+                    )
+                transport = self.conn.transport
+            frames = supervisor.Frames()
+            chan = self.conn.create_session()
+            chan.exec_command(supervisor.follow(run_id, pos["stdout"], pos["stderr"]))
+            try:
+                while frames.rc is None and not frames.gone:
+                    while chan.recv_ready():
+                        for stream, data in frames.feed(chan.recv(READ_SIZE)):
+                            pos[stream] += len(data)
+                            sink.feed(stream, data)
+                    sink.tick()
+                    if frames.rc is not None or frames.gone:
                         break
-                    continue
-                if not transport.is_active():
-                    break
-                stopper.check(time.monotonic(), send)
-                select.select([fd], [], [], POLL_S)
-        except BaseException:
-            # the record cannot go on (the store refused a write): stop the command rather
-            # than leave it running unrecorded
-            send("TERM")
-            chan.close()
-            raise
-        duration = time.monotonic() - stopper.start
-        status = chan.exit_status if chan.status_event.is_set() else -1
-        chan.close()
-        if stopper.stopped and transport.is_active():
-            self._run_quietly(f"rm -f {pidfile}")  # the killed wrapper could not remove it
-        if status == -1 and not transport.is_active():
-            return Outcome(
-                "failed",
-                None,
-                duration,
-                None,
-                f"the connection to {self.target} was lost after {duration:.1f} s; "
-                "the command may still be running there",
-            )
-        if status == -1 and not stopper.stopped:
-            # sshd sent exit-signal (which paramiko does not parse): the shell itself was killed
-            return Outcome(
-                "failed", None, duration, None, "the remote shell was killed by a signal"
-            )
-        return stopper.outcome(None if status == -1 else status, duration)
+                    if chan.closed or (chan.exit_status_ready() and not chan.recv_ready()):
+                        break  # the loop ended without its last word: the connection went
+                    if not transport.is_active():
+                        break
+                    stopper.check(time.monotonic(), send)
+                    if detach and stopper.stopped:
+                        return detached(time.monotonic() - began, _left(run_id))
+                    select.select([chan], [], [], POLL_S)
+            except BaseException:
+                # the record cannot go on (the store refused a write): stop the command
+                # rather than leave it running unrecorded
+                send("TERM")
+                raise
+            finally:
+                chan.close()
+            if frames.gone:
+                return Outcome("gone", None, 0.0, None, f"no spool of the run on {self.target}")
+            if frames.rc is not None:
+                self._run_quietly(supervisor.remove(run_id))
+                return stopper.outcome(frames.rc, time.monotonic() - began)
+
+
+def _left(run_id: str) -> str:
+    return f"left running on the host; `journal attach {run_id}` records the rest"

@@ -1,0 +1,211 @@
+"""`journal attach`: take over recording runs whose recorder was lost.
+
+A step's command runs under the supervisor on its host (:mod:`journal.transport.supervisor`),
+so it goes on when the journal process recording it dies or its connection drops. Attaching
+records a ``StepReattached`` (this process is the run's recorder from then on), reads the
+spool from where the record stands (the ``end`` of the last chunk of each stream: nothing
+twice, nothing missing), and records the run's real end: its exit status, or what is known
+when the host has no spool of it any more.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from journal.errors import BadInput
+from journal.events import OutputChunk, StepFinished, StepReattached
+from journal.projections.stored import current_timeline
+from journal.projections.timeline import StepRunView
+from journal.recorder import OutputRecorder
+from journal.redact import Redactor
+from journal.runbook import Runbook
+from journal.service.heartbeat import heartbeat
+from journal.service.steps import StepRun, StepWatch, connect
+from journal.store import EventStore
+from journal.transport import transport_for
+from journal.transport.base import Cancel, Outcome, Stopper
+
+
+def _since(started: str) -> float:
+    """Seconds from a recorded UTC time to now: a run's duration when its end is seen."""
+    try:
+        then = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return max(0.0, (datetime.now(UTC) - then).total_seconds())
+
+
+@dataclass(frozen=True)
+class Lost:
+    """A run to attach to: its view and where its record stands."""
+
+    view: StepRunView
+    offsets: dict[str, int]
+
+
+def lost_runs(store: EventStore, runbook: Runbook, wanted: list[str]) -> list[Lost]:
+    """The runs named in ``wanted`` (every lost run when it is empty), checked: BadInput for
+    a run not in the journal, one that ended, one whose recorder is alive, or one on a host
+    the runbook does not have."""
+    journal = runbook.name
+    timeline = current_timeline(store, journal)
+    if wanted:
+        views = []
+        for name in wanted:
+            matches = [v for run, v in timeline.runs.items() if run.startswith(name)]
+            if len(matches) != 1:
+                raise BadInput(
+                    f"no step run {name!r} in journal {journal!r}"
+                    if not matches
+                    else f"{name!r} names {len(matches)} step runs of {journal!r}: give more of it"
+                )
+            view = matches[0]
+            if view.status == "running":
+                raise BadInput(
+                    f"run {view.run_id} ({view.step} on {view.host}) is being recorded by "
+                    f"pid {view.pid} on {view.machine}: its heartbeat is fresh"
+                )
+            if view.status != "lost":
+                raise BadInput(
+                    f"run {view.run_id} ({view.step} on {view.host}) has ended: {view.status}"
+                )
+            views.append(view)
+    else:
+        views = [v for v in timeline.runs.values() if v.status == "lost" and not v.imported]
+    found = []
+    for view in views:
+        if view.host not in runbook.hosts:
+            raise BadInput(
+                f"run {view.run_id} ran on host {view.host!r}, which the runbook "
+                f"{runbook.path} does not list: add it to reach the host again"
+            )
+        found.append(Lost(view, _offsets(store, journal, view)))
+    return found
+
+
+def _offsets(store: EventStore, journal: str, view: StepRunView) -> dict[str, int]:
+    """Bytes of each stream the record holds (the last chunk's ``end``); BadInput for a run
+    recorded by a journal too old to say."""
+    ends: dict[str, int] = {}
+    for rec in store.read(journal, run_id=view.run_id, types=[OutputChunk.type]):
+        chunk = rec.event
+        if not isinstance(chunk, OutputChunk):
+            continue
+        if chunk.end is None:
+            raise BadInput(
+                f"run {view.run_id} was recorded by an older journal that did not note where "
+                "each chunk ends in the command's output, so it cannot be attached to"
+            )
+        ends[chunk.stream] = chunk.end
+    return ends
+
+
+def attach(
+    store: EventStore,
+    runbook: Runbook,
+    lost: list[Lost],
+    echo: StepWatch,
+    cancel: threading.Event | None = None,
+    *,
+    accept_new_host_key: bool = False,
+) -> list[StepRun]:
+    """Record the rest of each lost run and how it ended, one after the other."""
+    cancel = cancel or Cancel()
+    done = []
+    with heartbeat(store, runbook.name):
+        for item in lost:
+            done.append(_attach(store, runbook, item, echo, cancel, accept_new_host_key))
+            if cancel.is_set():
+                break
+    return done
+
+
+def _attach(
+    store: EventStore,
+    runbook: Runbook,
+    item: Lost,
+    echo: StepWatch,
+    cancel: threading.Event,
+    accept_new_host_key: bool,
+) -> StepRun:
+    journal, view = runbook.name, item.view
+    host = runbook.hosts[view.host]
+    step = next((s for s in runbook.steps if s.name == view.step), None)
+    env = {**host.env, **(step.env if step else {})}
+    redactor = Redactor.for_run(runbook.redact, env)
+    transport = transport_for(host, accept_new_host_key=accept_new_host_key)
+    error = connect(transport, host, lambda events: store.append(journal, events))
+    if error:
+        echo.say(f"{view.step} on {view.host}: {error}")
+        return StepRun(view.run_id, view.step, view.host, Outcome("detached", None, 0.0))
+    store.append(
+        journal,
+        [
+            StepReattached(
+                run=view.run_id,
+                host_name=view.host,
+                pid=os.getpid(),
+                machine=socket.gethostname(),
+                offsets=dict(item.offsets),
+            )
+        ],
+    )
+    echo.say(f"attached to {view.step} on {view.host} (run {view.run_id})")
+    recorder = OutputRecorder(
+        lambda chunks: store.append(journal, chunks),
+        view.run_id,
+        view.host,
+        redactor,
+        echo.for_host(view.host),
+        offsets=dict(item.offsets),
+    )
+    started = time.monotonic()
+    try:
+        # Ctrl-C here stops the watching, not the command: it stays attachable
+        outcome = transport.follow(
+            view.run_id, recorder, Stopper(cancel, None), item.offsets, detach=True
+        )
+    finally:
+        recorder.close()
+        echo.flush_host(view.host)
+        transport.close()
+    if outcome.status == "detached":
+        echo.say(f"{view.step} on {view.host}: {outcome.reason}")
+        return StepRun(view.run_id, view.step, view.host, outcome)
+    if outcome.status == "gone":
+        outcome = Outcome(
+            "failed",
+            None,
+            time.monotonic() - started,
+            None,
+            f"its recorder was lost, and {view.host} has no spool of the run any more "
+            "(removed, or the host was rebuilt): how the command ended is unknown",
+        )
+    else:
+        outcome = Outcome(
+            outcome.status,
+            outcome.exit_code,
+            _since(view.started),
+            outcome.signal,
+            outcome.reason or "recorded to its end by `journal attach` after its recorder was lost",
+        )
+    store.append(
+        journal,
+        [
+            StepFinished(
+                run=view.run_id,
+                host_name=view.host,
+                status=outcome.status,
+                exit_code=outcome.exit_code,
+                duration=round(outcome.duration, 6),
+                signal=outcome.signal,
+                reason=redactor.text(outcome.reason, "reason")[0] if outcome.reason else None,
+            )
+        ],
+    )
+    return StepRun(view.run_id, view.step, view.host, outcome)

@@ -1,0 +1,144 @@
+"""The supervisor a step's command runs under on its host, in POSIX shell and its tools only
+(nothing is installed on the host), so that the command outlives a recorder that dies.
+
+Each step run has a folder on its host, ``~/.journal/runs/RUN``:
+
+- ``script``: the command with its env and folder, as journal sent it;
+- ``out`` and ``err``: what it prints, spooled byte for byte;
+- ``pid``: the process group of the command (it runs in a session of its own);
+- ``rc``: its exit status, written (whole, by a rename) when it ends.
+
+:func:`launch` starts it detached from journal's session: a supervisor shell in a new
+session starts the command in another, waits for it and writes ``rc``. Signals for stopping
+go to the command's group alone (:func:`signal_group`), so the supervisor lives to write the
+status. :func:`follow` is the loop that streams the spool from given offsets, framed: a
+header line ``out N`` / ``err N`` then N bytes, and at the end ``rc CODE``; journal reads it
+on the host (local files, or an SSH channel) from where its record stands, which is how a
+lost run is reattached without a byte twice or missing. :func:`remove` deletes the folder
+once everything is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+
+#: Where the runs' folders are on a host (relative to its $HOME).
+RUNS = ".journal/runs"
+#: How often the follow loop looks at the spool (live output stays within 200 ms).
+FOLLOW_S = 0.1
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def folder(run_id: str) -> str:
+    """The run's folder, as a shell word (``"$HOME"/.journal/runs/RUN``)."""
+    if not _RUN_ID.match(run_id):
+        raise ValueError(f"not a run id: {run_id!r}")
+    return f'"$HOME"/{RUNS}/{run_id}'
+
+
+def launch(run_id: str) -> str:
+    """The shell that starts the run's ``script`` (read from its standard input) under the
+    supervisor, detached, and returns once the command's process group is written down.
+
+    The supervisor is a bash (sh where there is none) in a session of its own (``setsid
+    -f``: not a background job of the launching shell, which would make it ignore SIGINT);
+    with job control on (``set -m``) it starts the command as a job in a process group of its
+    own, with no signal ignored, waits for it and writes its status (128 + N when a signal
+    ended it). Signals for stopping go to the command's group, so the supervisor lives on to
+    write ``rc``."""
+    d = folder(run_id)
+    supervise = (
+        'set -m; d=$1; "$2" "$d/script" > "$d/out" 2> "$d/err" < /dev/null & p=$!; '
+        'echo $p > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid"; '
+        'wait $p; echo $? > "$d/rc.tmp" && mv "$d/rc.tmp" "$d/rc"'
+    )
+    start = f'{shlex.quote(supervise)} supervisor "$d" "$b" > /dev/null 2>&1 < /dev/null'
+    return "\n".join(
+        [
+            f"d={d}",
+            'mkdir -p "$d" && chmod 700 "$d" || exit 111',
+            'cat > "$d/script" || exit 111',
+            "b=$(command -v bash) || b=sh",
+            f'if setsid -f true 2>/dev/null; then setsid -f "$b" -c {start}; '
+            f'else setsid "$b" -c {start} & fi',
+            # the command's group once it is known (the supervisor writes it at once)
+            'i=0; while [ ! -s "$d/pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done',
+            'cat "$d/pid" 2>/dev/null || exit 111',
+        ]
+    )
+
+
+def follow(run_id: str, out: int = 0, err: int = 0) -> str:
+    """The shell loop that streams the run's spool from byte ``out`` of its stdout and ``err``
+    of its stderr, framed (``out N`` / ``err N`` then N bytes), until ``rc CODE``;
+    ``gone`` when the run's folder is not there."""
+    d = folder(run_id)
+    return "\n".join(
+        [
+            f"d={d}; o={int(out)}; e={int(err)}",
+            '[ -d "$d" ] || { echo gone; exit 0; }',
+            "send() {",
+            '  n=$(wc -c < "$d/$1" 2>/dev/null || echo 0); n=$((n))',
+            '  if [ "$n" -gt "$2" ]; then',
+            '    printf "%s %s\\n" "$1" $((n-$2))',
+            '    tail -c +$(($2+1)) "$d/$1" | head -c $((n-$2))',
+            "  fi",
+            "  got=$n",
+            "}",
+            "while :; do",
+            '  done=0; [ -e "$d/rc" ] && done=1',
+            '  send out "$o"; o=$got; send err "$e"; e=$got',
+            '  if [ $done = 1 ]; then printf "rc %s\\n" "$(cat "$d/rc")"; exit 0; fi',
+            f"  sleep {FOLLOW_S}",
+            "done",
+        ]
+    )
+
+
+def signal_group(run_id: str, name: str) -> str:
+    """The shell that sends SIG``name`` to the run's command's process group."""
+    return f'pg=$(cat {folder(run_id)}/pid 2>/dev/null) && kill -{name} -- -"$pg" 2>/dev/null'
+
+
+def remove(run_id: str) -> str:
+    """The shell that deletes the run's folder (everything in it is recorded)."""
+    return f"rm -rf {folder(run_id)}"
+
+
+class Frames:
+    """Reads the follow loop's framed stream: feed it bytes as they come, take the frames."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._need: tuple[str, int] | None = None
+        self.rc: int | None = None
+        self.gone = False
+
+    def feed(self, data: bytes) -> Iterator[tuple[str, bytes]]:
+        """The (stream, bytes) frames completed by ``data``; ``rc`` / ``gone`` once seen."""
+        self._buf += data
+        while True:
+            if self._need is not None:
+                stream, size = self._need
+                if len(self._buf) < size:
+                    return
+                chunk = bytes(self._buf[:size])
+                del self._buf[:size]
+                self._need = None
+                yield stream, chunk
+                continue
+            end = self._buf.find(b"\n")
+            if end < 0:
+                return
+            header = self._buf[:end].decode("ascii", "replace").split()
+            del self._buf[: end + 1]
+            if len(header) == 2 and header[0] in ("out", "err") and header[1].isdigit():
+                stream = "stdout" if header[0] == "out" else "stderr"
+                self._need = (stream, int(header[1]))
+            elif len(header) == 2 and header[0] == "rc":
+                self.rc = int(header[1]) if header[1].lstrip("-").isdigit() else None
+            elif header == ["gone"]:
+                self.gone = True
