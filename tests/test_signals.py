@@ -66,3 +66,48 @@ def test_a_signal_to_journal_stops_the_local_command(
     assert done.reason == f"interrupted ({why}): the command was stopped"
     listed = journal("pitfalls", db=db, runbook=rb)
     assert f"slow was interrupted ({why}) before it finished".encode() in listed.stdout
+
+
+def test_detach_leaves_the_command_running_and_attach_records_the_rest(tmp_path: Path) -> None:
+    """`run step --detach`: SIGTERM leaves the command running on its host (the record says
+    how to reattach); `journal attach` then records the rest and the real exit status."""
+    go = tmp_path / "go"
+    rb = write_runbook(
+        tmp_path,
+        '[journal]\nname = "signals"\n\n[hosts.here]\nssh = "local"\n\n[[steps]]\n'
+        'name = "slow"\nsnapshots = false\n'
+        f'run = "echo start; while [ ! -e {go} ]; do sleep 0.05; done; echo end; exit 4"\n',
+    )
+    db = tmp_path / "journal.db"
+    proc = subprocess.Popen(
+        [*JOURNAL, "--db", str(db), "--runbook", str(rb), "run", "step", "slow", "--detach"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while b"start" not in journal("log", "--output", db=db, runbook=rb).stdout:
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, text(err)
+    assert b"left running on the host; `journal attach " in err
+    assert "slow  here: lost" in text(journal("status", db=db, runbook=rb).stdout)
+    go.write_text("")
+    attached = journal("attach", "--all", db=db, runbook=rb)
+    assert attached.returncode == 4, text(attached.stderr)
+    logged = journal("log", "--output", db=db, runbook=rb).stdout
+    assert b"start\nend\n" in logged
+    assert "slow  here: failed" in text(journal("status", db=db, runbook=rb).stdout)
+
+
+def test_detach_must_be_true_or_false(tmp_path: Path) -> None:
+    rb = write_runbook(
+        tmp_path,
+        '[journal]\nname = "signals"\n\n[hosts.here]\nssh = "local"\n\n[[steps]]\n'
+        'name = "slow"\nrun = "true"\ndetach = "yes"\n',
+    )
+    done = journal("run", "step", "slow", db=tmp_path / "journal.db", runbook=rb)
+    assert done.returncode == 2
+    assert "detach" in text(done.stderr) and "expected true or false" in text(done.stderr)

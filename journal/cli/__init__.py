@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_sub.required = True
     p = command("step", commands.run_step, "run one step of the runbook", parent=run_sub)
     p.add_argument("name", help="the step's name")
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="on Ctrl-C, SIGTERM or SIGHUP, leave the command running on its hosts (then "
+        "`journal attach`) instead of stopping it",
+    )
     _host_options(p, schedule=True)
     p = command(
         "probe", commands.run_probe, "run a probe on the hosts and record it", parent=run_sub

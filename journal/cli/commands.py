@@ -84,6 +84,7 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
         echo,
         accept_new_host_key=args.accept_new_host_key,
         schedule=schedule,
+        detach=args.detach,
     )
     runs = fleet.results
     for line in fleet_report(fleet, echo, render.verdict, lambda run: not run.outcome.ok):
@@ -109,9 +110,7 @@ def attach(ctx: Context, args: argparse.Namespace) -> int:
         print("journal: no lost runs to attach to", file=sys.stderr)
         return 0
     echo = echo_for(1)
-    runs = attach_runs(
-        ctx.store, runbook, lost, echo, accept_new_host_key=args.accept_new_host_key
-    )
+    runs = attach_runs(ctx.store, runbook, lost, echo, accept_new_host_key=args.accept_new_host_key)
     for run in runs:
         print(render.verdict(run), file=sys.stderr)
     say_findings(ctx.store, runbook.name, [run.run_id for run in runs])

@@ -42,6 +42,7 @@ STEP_KEYS = {
     "hosts",
     "description",
     "snapshots",
+    "detach",
 }
 
 
@@ -81,6 +82,9 @@ class Step:
     hosts: list[str] = field(default_factory=list)
     snapshots: bool = True
     description: str = ""
+    #: Ctrl-C, SIGTERM or SIGHUP leave the command running on its host (to be reattached)
+    #: instead of stopping it
+    detach: bool = False
 
 
 @dataclass(frozen=True)
@@ -370,4 +374,9 @@ def _step(
     if not isinstance(snapshots, bool):
         raise check.fail(f"{key}.snapshots", f"expected true or false, got {_kind(snapshots)}")
     description = check.string(spec.get("description", ""), f"{key}.description", empty=True)
-    return Step(name, run, env, cwd, timeout, probes, expect, step_hosts, snapshots, description)
+    detach = spec.get("detach", False)
+    if not isinstance(detach, bool):
+        raise check.fail(f"{key}.detach", f"expected true or false, got {_kind(detach)}")
+    return Step(
+        name, run, env, cwd, timeout, probes, expect, step_hosts, snapshots, description, detach
+    )

@@ -101,9 +101,14 @@ def run_step_fleet(
     plan_run: str | None = None,
     measure: Measure | None = None,
     schedule: Schedule | None = None,
+    detach: bool = False,
 ) -> FleetRun[StepRun]:
     """Run ``step`` on the hosts as ``schedule`` says (all at once by default, at most N at
-    once, or rolling N at a time stopping at a failure); ``echo`` hears the fleet's progress."""
+    once, or rolling N at a time stopping at a failure); ``echo`` hears the fleet's progress.
+    With ``detach`` (or the step's own ``detach``), an interruption leaves the commands
+    running on their hosts, to be reattached, instead of stopping them."""
+    if detach and not step.detach:
+        step = replace(step, detach=True)
     return run_fleet(
         hosts,
         lambda host, cancel: _run_on_host(
@@ -238,7 +243,9 @@ def _record_on_host(
             redactor,
             echo.for_host(host.name),
         )
-        outcome = transport.run(sent, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id)
+        outcome = transport.run(
+            sent, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id, detach=step.detach
+        )
         recorder.close()
         echo.flush_host(host.name)
         if measure is not None and outcome.status != "detached":
@@ -332,7 +339,9 @@ def exit_status(runs: list[StepRun]) -> int:
         if outcome.status == "timed-out":
             return 124
         if outcome.status == "detached":
-            return 255  # the host could not be reached again; the command goes on there
+            # left running on purpose (--detach): journal was interrupted; else the host
+            # could not be reached again: the command goes on there either way
+            return 130 if outcome.reason and outcome.reason.startswith("left running") else 255
         if outcome.exit_code == 0:
             return 1  # the command succeeded; its expectations (or figures) did not
         if outcome.exit_code:

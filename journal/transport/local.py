@@ -70,7 +70,7 @@ class LocalTransport(Transport):
         pos = {stream: int(offsets.get(stream, 0)) for stream, _ in STREAMS}
 
         def send(name: str) -> None:
-            if not detach:
+            if not detach or stopper.timed_out:  # a timeout stops even a detachable step
                 self._shell(supervisor.signal_group(run_id, name))
 
         handles = {}
@@ -92,7 +92,7 @@ class LocalTransport(Transport):
                 if done:
                     break
                 stopper.check(time.monotonic(), send)
-                if detach and stopper.stopped:
+                if detach and stopper.stopped and not stopper.timed_out:
                     return detached(time.monotonic() - began, _left(run_id))
                 time.sleep(POLL_S)
         except BaseException:

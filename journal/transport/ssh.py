@@ -182,7 +182,7 @@ class SshTransport(Transport):
         pos = {"stdout": int(offsets.get("stdout", 0)), "stderr": int(offsets.get("stderr", 0))}
 
         def send(name: str) -> None:
-            if not detach:
+            if not detach or stopper.timed_out:  # a timeout stops even a detachable step
                 self._run_quietly(supervisor.signal_group(run_id, name))
 
         while True:
@@ -213,7 +213,7 @@ class SshTransport(Transport):
                     if not transport.is_active():
                         break
                     stopper.check(time.monotonic(), send)
-                    if detach and stopper.stopped:
+                    if detach and stopper.stopped and not stopper.timed_out:
                         return detached(time.monotonic() - began, _left(run_id))
                     select.select([chan], [], [], POLL_S)
             except BaseException:
