@@ -22,9 +22,9 @@ from journal.events import (
     StepReattached,
     StepStarted,
 )
+from journal.liveness import in_process_table
 from journal.mapper import Recorded
 from journal.projections.packages import PackageDiff, diff_packages
-from journal.store.leases import in_process_table
 
 
 @dataclass

@@ -10,13 +10,13 @@ once), and so is one without a row (a journal recorded before leases existed).
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Callable
 
 from sqlalchemy import Engine, delete, insert, select, update
 
+from journal.liveness import in_process_table
 from journal.store.schema import recorder_leases
 
 #: How often a recording process moves its beat forward.
@@ -28,23 +28,6 @@ STALE_S = 12.0
 Alive = Callable[[str, int], bool]
 #: How long a reader keeps the rows it read before reading them again.
 READ_AGAIN_S = 1.0
-
-
-def in_process_table(machine: str, pid: int) -> bool:
-    """Whether the process that recorded a step is still running, asked of this machine's
-    process table (so only for a recorder on this machine): the fallback for a run recorded
-    without a lease."""
-    if machine != socket.gethostname() or pid <= 0:
-        return False
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return b"journal" in fh.read()
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
 
 
 class Leases:

@@ -42,6 +42,14 @@ class Outcome:
         return self.status == "succeeded"
 
 
+def settle(sink: OutputSink) -> None:
+    """Have ``sink`` store everything it was fed (a recorder's last chunks), before the run's
+    spool on its host is removed."""
+    close = getattr(sink, "close", None)
+    if callable(close):
+        close()
+
+
 def detached(duration: float, why: str) -> Outcome:
     """The outcome of a run left running on its host: the record stays open for `attach`."""
     return Outcome("detached", None, duration, None, why)

@@ -10,6 +10,7 @@ journal needs the exact bytes streamed with flat memory.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from journal.transport.base import (
     Stopper,
     Transport,
     detached,
+    settle,
 )
 
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -105,7 +107,8 @@ class LocalTransport(Transport):
             for fh in handles.values():
                 fh.close()
         code = int((folder / "rc").read_text().strip() or -1)
-        self._shell(supervisor.remove(run_id))
+        settle(sink)  # recorded, all of it: then the spool may go
+        shutil.rmtree(folder, ignore_errors=True)
         return stopper.outcome(code, time.monotonic() - began)
 
 

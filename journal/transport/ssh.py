@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +30,8 @@ from journal.transport.base import (
     Stopper,
     Transport,
     detached,
+    settle,
+    shell_script,
 )
 
 __all__ = ["AcceptedKey", "SshTransport", "fingerprint"]
@@ -168,6 +171,25 @@ class SshTransport(Transport):
                 continue
         return False
 
+    def run(
+        self,
+        command: str,
+        env: Mapping[str, str],
+        cwd: str | None,
+        timeout: float | None,
+        sink: OutputSink,
+        cancel: threading.Event,
+        *,
+        run_id: str = "step",
+        detach: bool = False,
+    ) -> Outcome:
+        """As :meth:`Transport.run`, with the supervisor started and followed on one channel."""
+        stopper = Stopper(cancel, timeout)
+        script = shell_script(command, env, cwd)
+        return self.follow(
+            run_id, sink, stopper, {}, detach=detach, started=time.monotonic(), script=script
+        )
+
     def follow(
         self,
         run_id: str,
@@ -177,7 +199,10 @@ class SshTransport(Transport):
         *,
         detach: bool = False,
         started: float | None = None,
+        script: str | None = None,
     ) -> Outcome:
+        """See :meth:`Transport.follow`; with ``script``, the run is launched first, on the
+        same channel."""
         began = time.monotonic() if started is None else started
         pos = {"stdout": int(offsets.get("stdout", 0)), "stderr": int(offsets.get("stderr", 0))}
 
@@ -198,7 +223,12 @@ class SshTransport(Transport):
                 transport = self.conn.transport
             frames = supervisor.Frames()
             chan = self.conn.create_session()
-            chan.exec_command(supervisor.follow(run_id, pos["stdout"], pos["stderr"]))
+            if script is not None:
+                sent = script.encode()
+                chan.exec_command(supervisor.launch_and_follow(run_id, len(sent)))
+                chan.sendall(sent)
+            else:
+                chan.exec_command(supervisor.follow(run_id, pos["stdout"], pos["stderr"]))
             try:
                 while frames.rc is None and not frames.gone:
                     while chan.recv_ready():
@@ -206,7 +236,12 @@ class SshTransport(Transport):
                             pos[stream] += len(data)
                             sink.feed(stream, data)
                     sink.tick()
-                    if frames.rc is not None or frames.gone:
+                    if frames.rc is not None:
+                        settle(sink)  # recorded, all of it: then the spool may go
+                        chan.sendall(b"ok\n")
+                        chan.recv_exit_status()
+                        break
+                    if frames.gone:
                         break
                     if chan.closed or (chan.exit_status_ready() and not chan.recv_ready()):
                         break  # the loop ended without its last word: the connection went
@@ -223,11 +258,23 @@ class SshTransport(Transport):
                 raise
             finally:
                 chan.close()
+            if script is not None and frames.pid is None and transport.is_active():
+                raise RuntimeError(
+                    f"the supervisor did not start on {self.target}: "
+                    f"{_stderr(chan).decode(errors='replace').strip()}"
+                )
+            script = None  # launched; what is left is following
             if frames.gone:
                 return Outcome("gone", None, 0.0, None, f"no spool of the run on {self.target}")
             if frames.rc is not None:
-                self._run_quietly(supervisor.remove(run_id))
                 return stopper.outcome(frames.rc, time.monotonic() - began)
+
+
+def _stderr(chan: paramiko.Channel) -> bytes:
+    data = b""
+    while chan.recv_stderr_ready():
+        data += chan.recv_stderr(READ_SIZE)
+    return data
 
 
 def _left(run_id: str) -> str:

@@ -14,8 +14,8 @@ go to the command's group alone (:func:`signal_group`), so the supervisor lives 
 status. :func:`follow` is the loop that streams the spool from given offsets, framed: a
 header line ``out N`` / ``err N`` then N bytes, and at the end ``rc CODE``; journal reads it
 on the host (local files, or an SSH channel) from where its record stands, which is how a
-lost run is reattached without a byte twice or missing. :func:`remove` deletes the folder
-once everything is recorded.
+lost run is reattached without a byte twice or missing. Once journal has recorded it all it
+answers ``ok``, and the loop removes the folder; a journal that dies first leaves it there.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 #: Where the runs' folders are on a host (relative to its $HOME).
 RUNS = ".journal/runs"
 #: How often the follow loop looks at the spool (live output stays within 200 ms).
-FOLLOW_S = 0.1
+FOLLOW_S = 0.05
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -39,7 +39,7 @@ def folder(run_id: str) -> str:
     return f'"$HOME"/{RUNS}/{run_id}'
 
 
-def launch(run_id: str) -> str:
+def launch(run_id: str, size: int | None = None) -> str:
     """The shell that starts the run's ``script`` (read from its standard input) under the
     supervisor, detached, and returns once the command's process group is written down.
 
@@ -60,15 +60,23 @@ def launch(run_id: str) -> str:
         [
             f"d={d}",
             'mkdir -p "$d" && chmod 700 "$d" || exit 111',
-            'cat > "$d/script" || exit 111',
+            # the script is the first ``size`` bytes of stdin (the rest is the follow loop's)
+            ('cat > "$d/script" || exit 111' if size is None else
+             f'head -c {int(size)} > "$d/script" || exit 111'),
             "b=$(command -v bash) || b=sh",
             f'if setsid -f true 2>/dev/null; then setsid -f "$b" -c {start}; '
             f'else setsid "$b" -c {start} & fi',
             # the command's group once it is known (the supervisor writes it at once)
-            'i=0; while [ ! -s "$d/pid" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done',
-            'cat "$d/pid" 2>/dev/null || exit 111',
+            'i=0; while [ ! -s "$d/pid" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done',
+            'printf "pid %s\\n" "$(cat "$d/pid" 2>/dev/null)"; [ -s "$d/pid" ] || exit 111',
         ]
     )
+
+
+def launch_and_follow(run_id: str, size: int) -> str:
+    """:func:`launch` (the script being the first ``size`` bytes of stdin) then, on the same
+    channel, :func:`follow` from the first byte: one round trip for a step over SSH."""
+    return launch(run_id, size) + "\n" + follow(run_id)
 
 
 def follow(run_id: str, out: int = 0, err: int = 0) -> str:
@@ -91,7 +99,12 @@ def follow(run_id: str, out: int = 0, err: int = 0) -> str:
             "while :; do",
             '  done=0; [ -e "$d/rc" ] && done=1',
             '  send out "$o"; o=$got; send err "$e"; e=$got',
-            '  if [ $done = 1 ]; then printf "rc %s\\n" "$(cat "$d/rc")"; exit 0; fi',
+            '  if [ $done = 1 ]; then',
+            '    printf "rc %s\\n" "$(cat "$d/rc")"',
+            # journal says `ok` once all of it is recorded: only then is the spool removed
+            '    read -r ack && [ "$ack" = ok ] && rm -rf "$d"',
+            "    exit 0",
+            "  fi",
             f"  sleep {FOLLOW_S}",
             "done",
         ]
@@ -103,32 +116,28 @@ def signal_group(run_id: str, name: str) -> str:
     return f'pg=$(cat {folder(run_id)}/pid 2>/dev/null) && kill -{name} -- -"$pg" 2>/dev/null'
 
 
-def remove(run_id: str) -> str:
-    """The shell that deletes the run's folder (everything in it is recorded)."""
-    return f"rm -rf {folder(run_id)}"
-
-
 class Frames:
-    """Reads the follow loop's framed stream: feed it bytes as they come, take the frames."""
+    """Reads the follow loop's framed stream: feed it bytes as they come, take the pieces of
+    each frame as they arrive (a big frame is never held whole)."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
-        self._need: tuple[str, int] | None = None
+        self._left: tuple[str, int] | None = None  # the frame being read: stream, bytes due
         self.rc: int | None = None
         self.gone = False
+        self.pid: int | None = None
 
     def feed(self, data: bytes) -> Iterator[tuple[str, bytes]]:
-        """The (stream, bytes) frames completed by ``data``; ``rc`` / ``gone`` once seen."""
+        """The (stream, bytes) pieces ``data`` completes; ``rc`` / ``gone`` once seen."""
         self._buf += data
-        while True:
-            if self._need is not None:
-                stream, size = self._need
-                if len(self._buf) < size:
-                    return
-                chunk = bytes(self._buf[:size])
-                del self._buf[:size]
-                self._need = None
-                yield stream, chunk
+        while self._buf:
+            if self._left is not None:
+                stream, due = self._left
+                piece = bytes(self._buf[:due])
+                del self._buf[: len(piece)]
+                due -= len(piece)
+                self._left = (stream, due) if due else None
+                yield stream, piece
                 continue
             end = self._buf.find(b"\n")
             if end < 0:
@@ -136,9 +145,11 @@ class Frames:
             header = self._buf[:end].decode("ascii", "replace").split()
             del self._buf[: end + 1]
             if len(header) == 2 and header[0] in ("out", "err") and header[1].isdigit():
-                stream = "stdout" if header[0] == "out" else "stderr"
-                self._need = (stream, int(header[1]))
+                if int(header[1]):
+                    self._left = ("stdout" if header[0] == "out" else "stderr", int(header[1]))
             elif len(header) == 2 and header[0] == "rc":
                 self.rc = int(header[1]) if header[1].lstrip("-").isdigit() else None
+            elif len(header) == 2 and header[0] == "pid" and header[1].isdigit():
+                self.pid = int(header[1])
             elif header == ["gone"]:
                 self.gone = True
