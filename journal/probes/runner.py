@@ -88,7 +88,7 @@ def run_probe(
     """Run ``spec`` with the host's target ``python``; never raises for a failing probe."""
     sink = CaptureSink()
     started = time.monotonic()
-    outcome = transport.run(
+    outcome = transport.probe(
         spec.command(python), env, None, spec.timeout, sink, cancel, run_id=f"{run_id}-probe"
     )
     seconds = round(time.monotonic() - started, 4)

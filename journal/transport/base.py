@@ -117,6 +117,25 @@ class Transport(ABC):
         self._launch(run_id, shell_script(command, env, cwd))
         return self.follow(run_id, sink, stopper, {}, detach=detach, started=started)
 
+    def probe(
+        self,
+        command: str,
+        env: Mapping[str, str],
+        cwd: str | None,
+        timeout: float | None,
+        sink: OutputSink,
+        cancel: threading.Event,
+        *,
+        run_id: str = "probe",
+    ) -> Outcome:
+        """Run a short read-only command (a probe) straight on its channel, without the
+        supervisor: nothing is left to reattach if journal dies, and it costs nothing more."""
+        return self._direct(shell_script(command, env, cwd), sink, Stopper(cancel, timeout), run_id)
+
+    @abstractmethod
+    def _direct(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
+        """Run the shell ``script`` feeding ``sink``, letting ``stopper`` check as it polls."""
+
     @abstractmethod
     def _launch(self, run_id: str, script: str) -> None:
         """Start ``script`` under the run's supervisor on the host; RuntimeError if it did

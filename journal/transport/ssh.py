@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+import shlex
 import threading
 import time
 from collections.abc import Mapping
@@ -127,6 +128,10 @@ class SshTransport(Transport):
     def close(self) -> None:
         self.conn.close()
 
+    def _signal_remote(self, pidfile: str, sig: str) -> None:
+        """Send ``sig`` to the command's whole process group through a second channel."""
+        self._run_quietly(f"pgid=$(cat {pidfile} 2>/dev/null) && kill -{sig} -- -$pgid 2>/dev/null")
+
     def _run_quietly(self, command: str) -> None:
         """Run a short housekeeping command on a second channel, ignoring what it says."""
         try:
@@ -136,6 +141,61 @@ class SshTransport(Transport):
             chan.close()
         except (paramiko.SSHException, OSError, EOFError, AttributeError):
             pass  # the connection is gone; nothing more can be sent
+
+    def _direct(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
+        pidfile = shlex.quote(f"/tmp/journal-{run_id}.pid")
+        # sshd makes the login shell a session leader, so its pid ($$) is the process group of
+        # everything the step starts: that is what Ctrl-C and timeouts signal.
+        wrapped = f"printf '%s' $$ > {pidfile}\n(\n{script}\n)\nrc=$?\nrm -f {pidfile}\nexit $rc"
+        transport = self.conn.transport
+        chan = self.conn.create_session()
+        chan.exec_command(wrapped)
+        fd = chan.fileno()
+
+        def send(name: str) -> None:
+            self._signal_remote(pidfile, name)
+
+        try:
+            while True:
+                while chan.recv_ready():
+                    sink.feed("stdout", chan.recv(READ_SIZE))
+                while chan.recv_stderr_ready():
+                    sink.feed("stderr", chan.recv_stderr(READ_SIZE))
+                sink.tick()
+                if chan.closed or (chan.exit_status_ready() and chan.eof_received):
+                    if not chan.recv_ready() and not chan.recv_stderr_ready():
+                        break
+                    continue
+                if not transport.is_active():
+                    break
+                stopper.check(time.monotonic(), send)
+                select.select([fd], [], [], POLL_S)
+        except BaseException:
+            # the record cannot go on (the store refused a write): stop the command rather
+            # than leave it running unrecorded
+            send("TERM")
+            chan.close()
+            raise
+        duration = time.monotonic() - stopper.start
+        status = chan.exit_status if chan.status_event.is_set() else -1
+        chan.close()
+        if stopper.stopped and transport.is_active():
+            self._run_quietly(f"rm -f {pidfile}")  # the killed wrapper could not remove it
+        if status == -1 and not transport.is_active():
+            return Outcome(
+                "failed",
+                None,
+                duration,
+                None,
+                f"the connection to {self.target} was lost after {duration:.1f} s; "
+                "the command may still be running there",
+            )
+        if status == -1 and not stopper.stopped:
+            # sshd sent exit-signal (which paramiko does not parse): the shell itself was killed
+            return Outcome(
+                "failed", None, duration, None, "the remote shell was killed by a signal"
+            )
+        return stopper.outcome(None if status == -1 else status, duration)
 
     def _launch(self, run_id: str, script: str) -> None:
         chan = self.conn.create_session()

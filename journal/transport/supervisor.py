@@ -61,8 +61,11 @@ def launch(run_id: str, size: int | None = None) -> str:
             f"d={d}",
             'mkdir -p "$d" && chmod 700 "$d" || exit 111',
             # the script is the first ``size`` bytes of stdin (the rest is the follow loop's)
-            ('cat > "$d/script" || exit 111' if size is None else
-             f'head -c {int(size)} > "$d/script" || exit 111'),
+            (
+                'cat > "$d/script" || exit 111'
+                if size is None
+                else f'head -c {int(size)} > "$d/script" || exit 111'
+            ),
             "b=$(command -v bash) || b=sh",
             f'if setsid -f true 2>/dev/null; then setsid -f "$b" -c {start}; '
             f'else setsid "$b" -c {start} & fi',
@@ -99,7 +102,7 @@ def follow(run_id: str, out: int = 0, err: int = 0) -> str:
             "while :; do",
             '  done=0; [ -e "$d/rc" ] && done=1',
             '  send out "$o"; o=$got; send err "$e"; e=$got',
-            '  if [ $done = 1 ]; then',
+            "  if [ $done = 1 ]; then",
             '    printf "rc %s\\n" "$(cat "$d/rc")"',
             # journal says `ok` once all of it is recorded: only then is the spool removed
             '    read -r ack && [ "$ack" = ok ] && rm -rf "$d"',
