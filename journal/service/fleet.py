@@ -175,15 +175,16 @@ def run_fleet(
         thread.start()
         started.append(thread)
 
-    # Polling a semaphore with sleep, not Thread.join: a join interrupted by Ctrl-C can leave
-    # CPython 3.11 believing the thread has ended.
+    # Polling a semaphore with short timed waits, not Thread.join: a join interrupted by Ctrl-C
+    # can leave CPython 3.11 believing the thread has ended.
     def reap(deadline: float) -> bool:
         nonlocal finished
         while time.monotonic() < deadline:
-            if done.acquire(blocking=False):
+            # a short timed wait, not a sleep: a host that ends is reaped at once, and
+            # Ctrl-C still lands between two waits
+            if done.acquire(timeout=POLL_S):
                 finished += 1
                 return True
-            time.sleep(POLL_S)
         return False
 
     limit = schedule.parallel or len(hosts) or 1

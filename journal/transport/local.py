@@ -148,7 +148,7 @@ class LocalTransport(Transport):
                 stopper.check(time.monotonic(), send)
                 if detach and stopper.stopped and not stopper.timed_out:
                     return detached(time.monotonic() - began, _left(run_id))
-                time.sleep(POLL_S)
+                time.sleep(POLL_S if time.monotonic() - began > 0.2 else 0.01)
         except BaseException:
             # the record cannot go on (the store refused a write): stop the command rather
             # than leave it running unrecorded

@@ -298,8 +298,7 @@ class SshTransport(Transport):
                     sink.tick()
                     if frames.rc is not None:
                         settle(sink)  # recorded, all of it: then the spool may go
-                        chan.sendall(b"ok\n")
-                        chan.recv_exit_status()
+                        chan.sendall(b"ok\n")  # the loop removes the spool and ends by itself
                         break
                     if frames.gone:
                         break

@@ -59,7 +59,7 @@ def launch(run_id: str, size: int | None = None) -> str:
     return "\n".join(
         [
             f"d={d}",
-            'mkdir -p "$d" && chmod 700 "$d" || exit 111',
+            'mkdir -p -m 700 "$d" || exit 111',
             # the script is the first ``size`` bytes of stdin (the rest is the follow loop's)
             (
                 'cat > "$d/script" || exit 111'
@@ -99,7 +99,9 @@ def follow(run_id: str, out: int = 0, err: int = 0) -> str:
             "  fi",
             "  got=$n",
             "}",
-            "while :; do",
+            # a short command ends within the first quick looks; a long one is looked at
+            # every FOLLOW_S
+            "n=0; while :; do",
             '  done=0; [ -e "$d/rc" ] && done=1',
             '  send out "$o"; o=$got; send err "$e"; e=$got',
             "  if [ $done = 1 ]; then",
@@ -108,7 +110,7 @@ def follow(run_id: str, out: int = 0, err: int = 0) -> str:
             '    read -r ack && [ "$ack" = ok ] && rm -rf "$d"',
             "    exit 0",
             "  fi",
-            f"  sleep {FOLLOW_S}",
+            f"  if [ $n -lt 20 ]; then n=$((n+1)); sleep 0.01; else sleep {FOLLOW_S}; fi",
             "done",
         ]
     )
