@@ -519,6 +519,7 @@ def test_kill_9_of_journal_is_an_error_until_the_step_runs_again(tmp_path: Path)
     texts = [e["text"] for e in found[0]["evidence"]]
     assert "last output: started" in texts
     assert "do not run it again before you know how it ended" in found[0]["advice"]
+    assert f"`journal attach {found[0]['run']}`" in found[0]["advice"]
     assert found[0]["state"] == "open"
     # Run again to the end: that run resolves the finding, and names itself as what did.
     go.write_text("")

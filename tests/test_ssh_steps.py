@@ -311,6 +311,7 @@ def test_kill_9_of_journal_then_attach_records_the_rest_and_the_true_exit_status
         _cut_connections(sshd)  # the SSH session dies with it
     status = journal("status", db=db, runbook=rb, env=env)
     assert b"long  h1: lost" in status.stdout, text(status.stdout)
+    assert b"`journal attach --all` records how they ended" in status.stderr
     go.write_text("")  # the command goes on without its recorder, and ends
     attached = journal("attach", "--all", db=db, runbook=rb, env=env)
     assert attached.returncode == 7, text(attached.stderr)

@@ -223,6 +223,15 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
         timeline.plan = ctx.runbook.plan
         timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
     print(render.progress_text(journal, timeline.plan, progress(timeline), timeline))
+    lost = [v for v in timeline.runs.values() if v.status == "lost" and not v.imported]
+    if lost:
+        runs = ", ".join(f"{v.step} on {v.host} (run {v.run_id})" for v in lost[:5])
+        more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+        print(
+            f"journal: lost (their recorder is gone; the commands may still run): {runs}{more}; "
+            "`journal attach --all` records how they ended",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -151,8 +151,10 @@ TITLES = {
     "killed": "{step} was killed before it finished",
 }
 ADVICE = {
-    "lost": "do not run it again before you know how it ended: look on {host} for the command "
-    "(`pgrep -af '<command>'`) and wait for it to end; then {check}",
+    "lost": "do not run it again before you know how it ended: the command ran under its "
+    "supervisor on {host}, so `journal attach {run}` records the rest of its output and its "
+    "real exit status (for a run recorded before journal had one, look on {host} with `pgrep "
+    "-af '<command>'`); then {check}",
     "connection": "log in to {host} and look for the command before anything else (`pgrep -af "
     "'<command>'`): it may still be running; once it has ended, {check} and {again}; run long "
     "steps under tmux or nohup on the host",
@@ -203,6 +205,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
             "step": run_name(subject, run),
             "host": host,
             "why": asked.group(1) if asked else "Ctrl-C",
+            "run": run.key,
         }
         if subject.journal and not run.imported:
             fill["check"] = f"check what it left (`journal run probe packages --host {run.host}`)"
