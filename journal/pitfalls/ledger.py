@@ -40,6 +40,7 @@ from journal.pitfalls.lifecycle import (
     with_acks,
 )
 from journal.pitfalls.subjects import from_journal
+from journal.pitfalls.window import Window
 from journal.projections.packages import diff_packages
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
@@ -316,13 +317,14 @@ class Ledger:
         start = 0 if fresh or head is None else head.seq
         state = _State(self, fresh)
         folded = Folded(start)
-        batch: list[Recorded] = []
+        # each batch keeps the head and tail of a long output only (journal.pitfalls.window)
+        batch = Window()
         for rec in self.store.read(self.journal, after=start):
-            batch.append(rec)
-            if len(batch) >= BATCH:
-                state.fold(batch, folded, final=False)
-                batch = []
-        state.fold(batch, folded, final=True)
+            batch.add(rec)
+            if len(batch.records) >= BATCH:
+                state.fold(batch.records, folded, final=False)
+                batch = Window()
+        state.fold(batch.records, folded, final=True)
         if not state.changed and not fresh:
             return folded
         saved = self.cache.save(
@@ -386,7 +388,10 @@ class _State:
         late |= set(pending) if final else set()
         records = [r for r in batch if r.event.run_id not in late]
         for run in sorted(late):
-            records += [r for r in ledger.store.read(ledger.journal, run_id=run) if r.seq <= upto]
+            window = Window().extend(
+                r for r in ledger.store.read(ledger.journal, run_id=run) if r.seq <= upto
+            )
+            records += window.records
         records.sort(key=lambda r: r.seq)
         self._acks(records)
         if not records:

@@ -10,6 +10,7 @@ from journal.mapper import Recorded
 from journal.output import chunk_text
 from journal.pitfalls._bench import Figure
 from journal.pitfalls.base import Evidence, Run, Segment, Subject
+from journal.pitfalls.window import Skipped
 from journal.projections.timeline import (
     MetricView,
     ProbeView,
@@ -37,6 +38,9 @@ def from_journal(
     def chunks(records: Iterable[Recorded]) -> Iterable[Recorded]:
         for rec in records:
             event = rec.event
+            if isinstance(event, Skipped):  # the middle of a long output: its lines counted
+                lines[event.run] = lines.get(event.run, 0) + event.newlines
+                continue
             if isinstance(event, OutputChunk):
                 data = chunk_text(event)
                 run = event.run

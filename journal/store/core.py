@@ -22,6 +22,10 @@ from journal.mapper import GENESIS, Recorded, from_row
 from journal.store.chain import Item, check_continues, seal
 from journal.store.schema import COLUMNS, StoredRow, events
 
+#: Rows fetched per round trip when events are read: an output chunk is up to 256 KiB, so a
+#: fetch holds at most 8 MiB of them, whatever the journal (small events fetch as fast).
+FETCH_ROWS = 32
+
 
 def recorded(rows: Iterable[tuple[Any, ...]]) -> Iterator[Recorded]:
     """Rows of (seq, journal, ts, type, version, payload, hash) as events, upcast to their
@@ -107,7 +111,7 @@ class CoreBackend:
         if where.run_id is not None:
             query = query.where(events.c.run_id == where.run_id)
         with self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=2000).execute(query)
+            result = conn.execution_options(yield_per=FETCH_ROWS).execute(query)
             yield from recorded(
                 (r.seq, r.journal, r.ts, r.type, r.version, r.payload, r.hash) for r in result
             )

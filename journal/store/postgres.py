@@ -18,7 +18,7 @@ from typing import Any
 from journal.errors import BadInput
 from journal.mapper import Recorded
 from journal.store.chain import Item, check_continues, seal
-from journal.store.core import Driver, DriverBackend, recorded
+from journal.store.core import FETCH_ROWS, Driver, DriverBackend, recorded
 from journal.store.schema import COLUMNS, StoredRow
 
 _HEAD = "SELECT seq, hash FROM events_head FOR UPDATE"
@@ -101,9 +101,9 @@ def read(conn: Any, sql: str, params: list[object]) -> Iterator[Recorded]:
     (``%s`` marks), through a server-side cursor so that a journal of any size is read a few
     thousand rows at a time."""
     with conn.cursor(name="journal_read") as cur:
-        cur.itersize = 2000
+        cur.itersize = FETCH_ROWS
         cur.execute(sql, params)
-        while rows := cur.fetchmany(2000):
+        while rows := cur.fetchmany(FETCH_ROWS):
             yield from recorded(rows)
 
 

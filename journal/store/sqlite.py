@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement
 from journal.errors import Busy
 from journal.mapper import GENESIS, Recorded
 from journal.store.chain import Item, check_continues, seal
-from journal.store.core import Driver, DriverBackend, recorded
+from journal.store.core import FETCH_ROWS, Driver, DriverBackend, recorded
 from journal.store.schema import COLUMNS, StoredRow
 
 _T = TypeVar("_T")
@@ -77,9 +77,9 @@ def import_rows(conn: sqlite3.Connection, rows: Sequence[StoredRow]) -> None:
 
 def read(conn: sqlite3.Connection, sql: str, params: list[object]) -> Iterator[Recorded]:
     """The events of an :meth:`EventFilter.sql <journal.store.core.EventFilter.sql>` query
-    (``?`` marks), a few thousand rows at a time."""
+    (``?`` marks), :data:`FETCH_ROWS` rows at a time."""
     cursor = conn.execute(sql, params)
-    while rows := cursor.fetchmany(2000):
+    while rows := cursor.fetchmany(FETCH_ROWS):
         yield from recorded(rows)
 
 
