@@ -74,6 +74,8 @@ class OutputLine:
     complete: bool = False
     continued: bool = False
     first_seq: int = 0
+    shown: int = 0  # characters of the line shown
+    hidden: int = 0  # characters past LINE_SHOWN, left out of the page (the raw output has them)
 
     @property
     def streams(self) -> list[str]:
@@ -147,17 +149,28 @@ def lines_after(
     return lines
 
 
+#: Characters of one line a page shows; the rest of a longer line is counted and linked to the
+#: raw output, so that a 200 MB line makes a page a browser opens.
+LINE_SHOWN = 10_000
+
+
 def assemble(chunks: Iterable[tuple[int, OutputChunk]], first_line: int) -> list[OutputLine]:
-    """Split consecutive chunks into lines, the first chunk starting on ``first_line``."""
+    """Split consecutive chunks into lines, the first chunk starting on ``first_line``; a
+    line is shown up to :data:`LINE_SHOWN` characters, the rest counted."""
     lines: list[OutputLine] = []
     current = OutputLine(first_line)
     for seq, chunk in chunks:
         parts = chunk_text(chunk).split("\n")
         for index, part in enumerate(parts):
             last = index == len(parts) - 1
+            room = LINE_SHOWN - current.shown
+            if len(part) > room:
+                current.hidden += len(part) - max(room, 0)
+                part = part[: max(room, 0)]
             if part:
                 if not current.pieces:
                     current.first_seq = seq
+                current.shown += len(part)
                 current.pieces.append((chunk.stream, to_html(part, whole=not last)))
             if not last:
                 current.complete = True

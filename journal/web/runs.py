@@ -11,6 +11,7 @@ run's summary as it ended), which a running step's page follows.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from flask import Blueprint, Response, abort, current_app, render_template, request
@@ -18,6 +19,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 from journal.pitfalls.base import Finding
 from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
+from journal.recorder import decode
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
 from journal.web.sse import after_seq, event_stream, message
 from journal.web.state import JournalState, journal_or_404, store
@@ -121,6 +123,25 @@ def output(journal: str, run_id: str) -> str:
         )
     context = _page_context(state, run_id, request.args.get("page", 1, type=int))
     return render_template("runs/_output_lines.html", **context)
+
+
+@bp.get("/raw")
+def raw(journal: str, run_id: str) -> Response:
+    """The run's output as it was recorded, byte for byte (both streams, in order), streamed
+    a few chunks at a time: where a line too long for the page is read whole."""
+    state = journal_or_404(journal)
+    _run_or_404(state, run_id)
+    chunks = store().output_chunks(run_id)
+
+    def body() -> Iterator[bytes]:
+        for _, chunk in chunks:
+            yield decode(chunk)
+
+    return Response(
+        body(),
+        mimetype="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{run_id}.out"'},
+    )
 
 
 @bp.get("/live")

@@ -1,0 +1,110 @@
+"""What a step's output size costs: recording and judging it, and the first page of its run.
+
+For each shape, a local step prints the output (its bytes made by `yes | head -c`, so the
+printing is no cost of journal's), and each phase runs in a process of its own so that its
+peak RSS is its own:
+
+- ``record + judge``: `journal run step` (the output streamed from the supervisor's spool,
+  stored as chunks, then the findings judged);
+- ``pitfalls``: `journal pitfalls --format json` afterwards, in a fresh process;
+- ``first page``: the run's page through the web app's test client, in a fresh process.
+
+Shapes: 2 MB and 200 MB of uv-like lines in colour, and a single 200 MB line.
+Targets (issue 14): peak RSS within 150 MB whatever the output; judging 200 MB within 10 s.
+
+Run: ``.venv/bin/python bench/output_size.py [--keep DIR]`` (a few minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TIME = "/usr/bin/time"
+RSS_TARGET_MB = 150
+JUDGE_TARGET_S = 10.0
+
+#: uv's coloured `+ numpy==2.4.2` line (printf makes the escape codes)
+COLOURED = r"""yes "$(printf '\033[32m+\033[0m \033[1mnumpy\033[0m==2.4.2 building 50%%')" """
+SHAPES = {
+    "2 MB of coloured lines": (2_000_000, COLOURED),
+    "200 MB of coloured lines": (200_000_000, COLOURED),
+    "one 200 MB line": (200_000_000, r"yes x | tr -d '\n'"),
+}
+
+RUNBOOK = """\
+[journal]
+name = "sizes"
+
+[hosts.here]
+ssh = "local"
+{steps}"""
+STEP = """
+[[steps]]
+name = "{name}"
+snapshots = false
+run = '''{make} | head -c {size}'''
+"""
+
+
+def timed(argv: list[str], cwd: Path) -> tuple[float, float, int]:
+    """(wall s, peak RSS MB, exit status) of a command, by /usr/bin/time."""
+    stats = cwd / "time.txt"
+    done = subprocess.run(
+        [TIME, "-f", "%e %M", "-o", str(stats), *argv],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wall, kb = stats.read_text().split()[-2:]
+    return float(wall), int(kb) / 1024, done.returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="journal-sizes-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    names = {title: re.sub(r"\W+", "-", title).strip("-") for title in SHAPES}
+    steps = "".join(
+        STEP.format(name=names[t], make=make, size=size) for t, (size, make) in SHAPES.items()
+    )
+    (folder / "runbook.toml").write_text(RUNBOOK.format(steps=steps))
+    journal = [sys.executable, "-m", "journal", "--db", "journal.db", "--runbook", "runbook.toml"]
+    failed = False
+    print(f"targets: peak RSS <= {RSS_TARGET_MB} MB; judging 200 MB <= {JUDGE_TARGET_S:.0f} s")
+    for title in SHAPES:
+        name = names[title]
+        wall, rss, code = timed([*journal, "run", "step", name], folder)
+        pit_wall, pit_rss, _ = timed([*journal, "pitfalls", "--format", "json"], folder)
+        run = subprocess.run(
+            [*journal, "log"], cwd=folder, capture_output=True, text=True, check=True
+        ).stdout
+        run_id = re.findall(rf"{name} on here.*?run (\w+)", run)[-1]
+        page = (
+            "from journal.web import create_app; "
+            "c = create_app({'DB': 'journal.db', 'TESTING': True}).test_client(); "
+            f"r = c.get('/j/sizes/run/{run_id}'); print(r.status_code, len(r.data))"
+        )
+        web_wall, web_rss, _ = timed([sys.executable, "-c", page], folder)
+        over = rss > RSS_TARGET_MB or pit_rss > RSS_TARGET_MB or web_rss > RSS_TARGET_MB
+        failed |= over or code not in (0, 1)
+        print(f"\n{title}:")
+        print(f"  journal run step (record + judge): {wall:6.2f} s, peak {rss:6.0f} MB")
+        print(f"  journal pitfalls, fresh process:   {pit_wall:6.2f} s, peak {pit_rss:6.0f} MB")
+        print(f"  first page of the run:             {web_wall:6.2f} s, peak {web_rss:6.0f} MB")
+        print(f"  -> {'OK' if not over else 'OVER TARGET'} (peak RSS <= {RSS_TARGET_MB} MB)")
+    if not args.keep:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
