@@ -16,6 +16,8 @@ from typing import Any
 from journal.projections.packages import PackageDiff
 
 SEVERITIES = ("info", "warning", "error")
+#: How much of one output line evidence quotes (pages, exports and JSON show the evidence).
+EVIDENCE_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -224,8 +226,11 @@ class Run:
         else:
             before_seg = bisect.bisect_right(newlines, seg.start - 1)
             number = seg.first_line + (index - before_seg)
+        shown = self.text[start : min(end, start + EVIDENCE_CHARS)].rstrip("\r")
+        if end - start > EVIDENCE_CHARS:  # a line too long to quote whole: its start, counted
+            shown += f" … ({end - start - EVIDENCE_CHARS:,} more characters)"
         return Evidence(
-            self.text[start:end].rstrip("\r"),
+            shown,
             number,
             seg.event if seg else self.event,
             self.key,
