@@ -111,3 +111,35 @@ def test_detach_must_be_true_or_false(tmp_path: Path) -> None:
     done = journal("run", "step", "slow", db=tmp_path / "journal.db", runbook=rb)
     assert done.returncode == 2
     assert "detach" in text(done.stderr) and "expected true or false" in text(done.stderr)
+
+
+def test_the_next_step_on_a_host_first_records_how_its_lost_run_ended(tmp_path: Path) -> None:
+    """journal killed outright: its step is lost, its command goes on. The next `run step` on
+    that host attaches to it first (waiting for it to end), so nothing runs beside it."""
+    go, marker = tmp_path / "go", tmp_path / "shell.pid"
+    rb = write_runbook(
+        tmp_path,
+        '[journal]\nname = "signals"\n\n[hosts.here]\nssh = "local"\n\n'
+        '[[steps]]\nname = "slow"\nsnapshots = false\n'
+        f'run = "echo $$ > {marker}; echo first; while [ ! -e {go} ]; do sleep 0.05; done; '
+        'echo second; exit 3"\n\n'
+        '[[steps]]\nname = "next"\nsnapshots = false\nrun = "echo next"\n',
+    )
+    db = tmp_path / "journal.db"
+    proc = subprocess.Popen(
+        [*JOURNAL, "--db", str(db), "--runbook", str(rb), "run", "step", "slow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    _wait_for(marker)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert "slow  here: lost" in text(journal("status", db=db, runbook=rb).stdout)
+    go.write_text("")
+    done = journal("run", "step", "next", db=db, runbook=rb)
+    assert done.returncode == 0, text(done.stderr)
+    assert "lost their recorder: recording how they ended" in text(done.stderr)
+    status = text(journal("status", db=db, runbook=rb).stdout)
+    assert "slow  here: failed" in status and "next  here: succeeded" in status
+    assert b"first\nsecond\n" in journal("log", "--output", db=db, runbook=rb).stdout

@@ -76,6 +76,15 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
 
     ensure_opened(ctx.store, runbook)
     echo = echo_for(len(hosts))
+    from journal.service.attach import attach_lost
+
+    attach_lost(
+        ctx.store,
+        runbook,
+        [h.name for h in hosts],
+        echo,
+        accept_new_host_key=args.accept_new_host_key,
+    )
     fleet = run_step_fleet(
         ctx.store,
         runbook,
@@ -175,13 +184,21 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
     if args.from_step and args.to_step:
         if runbook.plan.index(args.to_step) < runbook.plan.index(args.from_step):
             raise BadInput(f"--to {args.to_step} comes before --from {args.from_step} in the plan")
-    runbook.chosen(args.host, args.group, args.all_hosts)
+    chosen = runbook.chosen(args.host, args.group, args.all_hosts)
     schedule = schedule_of(args)
     from journal.cli.live import echo_for
     from journal.cli.plan import run_plan as run_plan_service
+    from journal.service.attach import attach_lost
     from journal.service.steps import ensure_opened
 
     ensure_opened(ctx.store, runbook)
+    attach_lost(
+        ctx.store,
+        runbook,
+        [h.name for h in chosen] or list(runbook.hosts),
+        echo_for(1),
+        accept_new_host_key=args.accept_new_host_key,
+    )
     return run_plan_service(
         ctx.store,
         runbook,

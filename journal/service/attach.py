@@ -48,10 +48,34 @@ class Lost:
     offsets: dict[str, int]
 
 
-def lost_runs(store: EventStore, runbook: Runbook, wanted: list[str]) -> list[Lost]:
+def attach_lost(
+    store: EventStore,
+    runbook: Runbook,
+    hosts: list[str],
+    echo: StepWatch,
+    *,
+    accept_new_host_key: bool = False,
+) -> list[StepRun]:
+    """Before anything runs on ``hosts``: attach to their lost runs (a command that may still
+    be running there is waited for and recorded to its end, so that the next step never runs
+    beside it)."""
+    names = set(hosts)
+    lost = [item for item in lost_runs(store, runbook, [], strict=False) if item.view.host in names]
+    if not lost:
+        return []
+    echo.say(
+        f"{len(lost)} run(s) on these hosts lost their recorder: recording how they ended "
+        "before anything else runs there"
+    )
+    return attach(store, runbook, lost, echo, accept_new_host_key=accept_new_host_key)
+
+
+def lost_runs(
+    store: EventStore, runbook: Runbook, wanted: list[str], *, strict: bool = True
+) -> list[Lost]:
     """The runs named in ``wanted`` (every lost run when it is empty), checked: BadInput for
-    a run not in the journal, one that ended, one whose recorder is alive, or one on a host
-    the runbook does not have."""
+    a run not in the journal, one that ended, one whose recorder is alive, or (``strict``) one
+    on a host the runbook does not have."""
     journal = runbook.name
     timeline = current_timeline(store, journal)
     if wanted:
@@ -80,11 +104,17 @@ def lost_runs(store: EventStore, runbook: Runbook, wanted: list[str]) -> list[Lo
     found = []
     for view in views:
         if view.host not in runbook.hosts:
+            if not strict:
+                continue
             raise BadInput(
                 f"run {view.run_id} ran on host {view.host!r}, which the runbook "
                 f"{runbook.path} does not list: add it to reach the host again"
             )
-        found.append(Lost(view, _offsets(store, journal, view)))
+        try:
+            found.append(Lost(view, _offsets(store, journal, view)))
+        except BadInput:
+            if strict:
+                raise  # a run recorded before journal had a supervisor: nothing to attach to
     return found
 
 

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, and_, delete, insert, select, update
+from sqlalchemy.exc import OperationalError
 
+from journal.errors import Busy
+from journal.store.engine import busy_timeout_ms
 from journal.store.schema import projection_heads, projection_rows
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
@@ -109,6 +112,23 @@ class ProjectionCache:
         transaction, unless the stored head is no longer ``since`` (another process saved
         first: its state already holds what this one folded, or more); ``replace`` drops
         every other row of the projection first (a state folded anew). Whether it saved."""
+        try:
+            return self._save(journal, projection, head, rows, since, replace)
+        except OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            path = self.engine.url.database or "the database"
+            raise Busy.locked(path, busy_timeout_ms() / 1000) from None
+
+    def _save(
+        self,
+        journal: str,
+        projection: str,
+        head: Head,
+        rows: Mapping[str, Any | None],
+        since: Head | None,
+        replace: bool,
+    ) -> bool:
         key = and_(
             projection_heads.c.journal == journal, projection_heads.c.projection == projection
         )

@@ -38,11 +38,7 @@ def _immediately(conn: sqlite3.Connection, work: Callable[[], _T]) -> _T:
             raise
         waited = conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
         path = conn.execute("PRAGMA database_list").fetchone()[2] or "the database"
-        raise Busy(
-            f"{path} is locked by another writer: its lock was not released within the "
-            f"{waited:g} s busy timeout, so nothing was written; find the process holding it "
-            f"(`fuser {path}`) and try again once it is done"
-        ) from None
+        raise Busy.locked(path, waited) from None
     try:
         done = work()
         conn.execute("COMMIT")
