@@ -68,9 +68,15 @@ def test_a_signal_to_journal_stops_the_local_command(
     assert f"slow was interrupted ({why}) before it finished".encode() in listed.stdout
 
 
-def test_detach_leaves_the_command_running_and_attach_records_the_rest(tmp_path: Path) -> None:
-    """`run step --detach`: SIGTERM leaves the command running on its host (the record says
-    how to reattach); `journal attach` then records the rest and the real exit status."""
+@pytest.mark.parametrize(
+    "how", [["run", "step", "slow", "--detach"], ["run", "plan", "--detach"]], ids=["step", "plan"]
+)
+def test_detach_leaves_the_command_running_and_attach_records_the_rest(
+    tmp_path: Path, how: list[str]
+) -> None:
+    """`run step --detach` (or `run plan --detach`): SIGTERM leaves the command running on its
+    host (the record says how to reattach); `journal attach` then records the rest and the
+    real exit status."""
     go = tmp_path / "go"
     rb = write_runbook(
         tmp_path,
@@ -80,7 +86,7 @@ def test_detach_leaves_the_command_running_and_attach_records_the_rest(tmp_path:
     )
     db = tmp_path / "journal.db"
     proc = subprocess.Popen(
-        [*JOURNAL, "--db", str(db), "--runbook", str(rb), "run", "step", "slow", "--detach"],
+        [*JOURNAL, "--db", str(db), "--runbook", str(rb), *how],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--from", dest="from_step", metavar="NAME", help="start at this step")
     p.add_argument("--to", dest="to_step", metavar="NAME", help="stop after this step")
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="on Ctrl-C, SIGTERM or SIGHUP, leave the running step's command going on its "
+        "hosts (then `journal attach`) instead of stopping it",
+    )
     _host_options(p, schedule=True, plan=True)
 
     p = command(

@@ -210,6 +210,7 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
         accept_new_host_key=args.accept_new_host_key,
         schedule=schedule,
         echo_for=echo_for,
+        detach=args.detach,
     )
 
 

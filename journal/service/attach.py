@@ -31,13 +31,15 @@ from journal.transport import transport_for
 from journal.transport.base import Cancel, Outcome, Stopper
 
 
-def _since(started: str) -> float:
-    """Seconds from a recorded UTC time to now: a run's duration when its end is seen."""
+def _since(started: str, ended: float | None) -> float:
+    """Seconds from a recorded UTC time to ``ended`` (when the supervisor said the command
+    ended), else to now: the run's duration."""
     try:
         then = datetime.fromisoformat(started.replace("Z", "+00:00"))
     except ValueError:
         return 0.0
-    return max(0.0, (datetime.now(UTC) - then).total_seconds())
+    end = datetime.fromtimestamp(ended, UTC) if ended is not None else datetime.now(UTC)
+    return max(0.0, (end - then).total_seconds())
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ def _attach(
         outcome = Outcome(
             outcome.status,
             outcome.exit_code,
-            _since(view.started),
+            _since(view.started, outcome.ended),
             outcome.signal,
             outcome.reason or "recorded to its end by `journal attach` after its recorder was lost",
         )

@@ -10,6 +10,7 @@ told to a :class:`PlanReporter` (the terminal's prints it); nothing here prints.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from journal.errors import BadInput
@@ -77,8 +78,10 @@ def run_plan(
     all_hosts: bool = False,
     accept_new_host_key: bool = False,
     schedule: Schedule | None = None,
+    detach: bool = False,
 ) -> int:
-    """Run the plan; without ``from_step``, resume after the steps already done everywhere.
+    """Run the plan; without ``from_step``, resume after the steps already done everywhere;
+    with ``detach``, an interruption leaves every step's command running on its hosts.
     The exit status: 0, or the first failure's (as :func:`exit_status`; 130 when interrupted)."""
     plan = runbook.plan
     if not plan:
@@ -91,6 +94,8 @@ def run_plan(
         )
     schedule = schedule or Schedule()
     steps = runbook.steps[first : last + 1]
+    if detach:
+        steps = [replace(s, detach=True) for s in steps]
     hosts_of: dict[str, list[Host]] = {
         s.name: runbook.hosts_for(s, chosen or [], all_hosts, groups) for s in steps
     }

@@ -36,6 +36,8 @@ class Outcome:
     duration: float
     signal: str | None = None
     reason: str | None = None
+    #: when the command ended (seconds since the epoch), where its supervisor said
+    ended: float | None = None
 
     @property
     def ok(self) -> bool:

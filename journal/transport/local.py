@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from journal.transport import supervisor
@@ -158,10 +159,12 @@ class LocalTransport(Transport):
         finally:
             for fh in handles.values():
                 fh.close()
-        code = int((folder / "rc").read_text().strip() or -1)
+        words = (folder / "rc").read_text().split()
+        code = int(words[0]) if words and words[0].lstrip("-").isdigit() else -1
         settle(sink)  # recorded, all of it: then the spool may go
         shutil.rmtree(folder, ignore_errors=True)
-        return stopper.outcome(code, time.monotonic() - began)
+        ended = float(words[1]) if len(words) > 1 and words[1].isdigit() else None
+        return replace(stopper.outcome(code, time.monotonic() - began), ended=ended)
 
 
 def _left(run_id: str) -> str:

@@ -15,6 +15,7 @@ import shlex
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import paramiko
@@ -326,7 +327,8 @@ class SshTransport(Transport):
             if frames.gone:
                 return Outcome("gone", None, 0.0, None, f"no spool of the run on {self.target}")
             if frames.rc is not None:
-                return stopper.outcome(frames.rc, time.monotonic() - began)
+                outcome = stopper.outcome(frames.rc, time.monotonic() - began)
+                return replace(outcome, ended=frames.ended)
 
 
 def _stderr(chan: paramiko.Channel) -> bytes:

@@ -6,7 +6,8 @@ Each step run has a folder on its host, ``~/.journal/runs/RUN``:
 - ``script``: the command with its env and folder, as journal sent it;
 - ``out`` and ``err``: what it prints, spooled byte for byte;
 - ``pid``: the process group of the command (it runs in a session of its own);
-- ``rc``: its exit status, written (whole, by a rename) when it ends.
+- ``rc``: its exit status and the time it ended (seconds since the epoch), written (whole,
+  by a rename) when it ends.
 
 :func:`launch` starts it detached from journal's session: a supervisor shell in a new
 session starts the command in another, waits for it and writes ``rc``. Signals for stopping
@@ -53,7 +54,7 @@ def launch(run_id: str, size: int | None = None) -> str:
     supervise = (
         'set -m; d=$1; "$2" "$d/script" > "$d/out" 2> "$d/err" < /dev/null & p=$!; '
         'echo $p > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid"; '
-        'wait $p; echo $? > "$d/rc.tmp" && mv "$d/rc.tmp" "$d/rc"'
+        'wait $p; echo "$? $(date +%s)" > "$d/rc.tmp" && mv "$d/rc.tmp" "$d/rc"'
     )
     start = f'{shlex.quote(supervise)} supervisor "$d" "$b" > /dev/null 2>&1 < /dev/null'
     return "\n".join(
@@ -131,6 +132,7 @@ class Frames:
         self.rc: int | None = None
         self.gone = False
         self.pid: int | None = None
+        self.ended: float | None = None
 
     def feed(self, data: bytes) -> Iterator[tuple[str, bytes]]:
         """The (stream, bytes) pieces ``data`` completes; ``rc`` / ``gone`` once seen."""
@@ -152,8 +154,10 @@ class Frames:
             if len(header) == 2 and header[0] in ("out", "err") and header[1].isdigit():
                 if int(header[1]):
                     self._left = ("stdout" if header[0] == "out" else "stderr", int(header[1]))
-            elif len(header) == 2 and header[0] == "rc":
+            elif len(header) >= 2 and header[0] == "rc":
                 self.rc = int(header[1]) if header[1].lstrip("-").isdigit() else None
+                if len(header) == 3 and header[2].isdigit():
+                    self.ended = float(header[2])
             elif len(header) == 2 and header[0] == "pid" and header[1].isdigit():
                 self.pid = int(header[1])
             elif header == ["gone"]:
