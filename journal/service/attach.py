@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from journal.errors import BadInput
-from journal.events import OutputChunk, StepFinished, StepReattached
+from journal.events import OutputChunk, StepFinished, StepReattached, StepStarted
 from journal.projections.stored import current_timeline
-from journal.projections.timeline import StepRunView
+from journal.projections.timeline import StepRunView, Timeline, apply, settle
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Runbook
@@ -77,32 +77,50 @@ def lost_runs(
 ) -> list[Lost]:
     """The runs named in ``wanted`` (every lost run when it is empty), checked: BadInput for
     a run not in the journal, one that ended, one whose recorder is alive, or (``strict``) one
-    on a host the runbook does not have."""
+    on a host the runbook does not have or recorded before runs could be attached to."""
     journal = runbook.name
+    if not wanted:
+        views = [v for v in _unfinished(store, journal) if v.status == "lost" and not v.imported]
+        return _checked(store, runbook, views, strict)
     timeline = current_timeline(store, journal)
-    if wanted:
-        views = []
-        for name in wanted:
-            matches = [v for run, v in timeline.runs.items() if run.startswith(name)]
-            if len(matches) != 1:
-                raise BadInput(
-                    f"no step run {name!r} in journal {journal!r}"
-                    if not matches
-                    else f"{name!r} names {len(matches)} step runs of {journal!r}: give more of it"
-                )
-            view = matches[0]
-            if view.status == "running":
-                raise BadInput(
-                    f"run {view.run_id} ({view.step} on {view.host}) is being recorded by "
-                    f"pid {view.pid} on {view.machine}: its heartbeat is fresh"
-                )
-            if view.status != "lost":
-                raise BadInput(
-                    f"run {view.run_id} ({view.step} on {view.host}) has ended: {view.status}"
-                )
-            views.append(view)
-    else:
-        views = [v for v in timeline.runs.values() if v.status == "lost" and not v.imported]
+    views = []
+    for name in wanted:
+        matches = [v for run, v in timeline.runs.items() if run.startswith(name)]
+        if len(matches) != 1:
+            raise BadInput(
+                f"no step run {name!r} in journal {journal!r}"
+                if not matches
+                else f"{name!r} names {len(matches)} step runs of {journal!r}: give more of it"
+            )
+        view = matches[0]
+        if view.status == "running":
+            raise BadInput(
+                f"run {view.run_id} ({view.step} on {view.host}) is being recorded by "
+                f"pid {view.pid} on {view.machine}: its heartbeat is fresh"
+            )
+        if view.status != "lost":
+            raise BadInput(
+                f"run {view.run_id} ({view.step} on {view.host}) has ended: {view.status}"
+            )
+        views.append(view)
+    return _checked(store, runbook, views, strict)
+
+
+def _unfinished(store: EventStore, journal: str) -> list[StepRunView]:
+    """The journal's runs without an end, each folded from its own start and reattach events
+    and settled (running while its recorder's heartbeat is fresh, else lost): the start and
+    end events are all that is read, however long the journal."""
+    timeline = Timeline(journal)
+    for run in store.unfinished_runs(journal):
+        kinds = [StepStarted.type, StepReattached.type, StepFinished.type]
+        for rec in store.read(journal, run_id=run, types=kinds):
+            apply(rec.event, rec, timeline)
+    return list(settle(timeline, store.liveness()).runs.values())
+
+
+def _checked(
+    store: EventStore, runbook: Runbook, views: list[StepRunView], strict: bool
+) -> list[Lost]:
     found = []
     for view in views:
         if view.host not in runbook.hosts:
@@ -113,7 +131,7 @@ def lost_runs(
                 f"{runbook.path} does not list: add it to reach the host again"
             )
         try:
-            found.append(Lost(view, _offsets(store, journal, view)))
+            found.append(Lost(view, _offsets(store, runbook.name, view)))
         except BadInput:
             if strict:
                 raise  # a run recorded before journal had a supervisor: nothing to attach to

@@ -166,6 +166,25 @@ class EventStore:
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar() or 0)
 
+    def unfinished_runs(self, journal: str) -> list[str]:
+        """The step runs of a journal that started and have no end recorded (running, lost or
+        detached), oldest first: asked of the start and end events only (an index on the
+        journal and type), not of the whole journal."""
+        finished = select(events.c.run_id).where(
+            events.c.journal == journal, events.c.type == StepFinished.type
+        )
+        query = (
+            select(events.c.run_id)
+            .where(
+                events.c.journal == journal,
+                events.c.type == "StepStarted",
+                events.c.run_id.not_in(finished),
+            )
+            .order_by(events.c.seq)
+        )
+        with self.engine.connect() as conn:
+            return [row.run_id for row in conn.execute(query)]
+
     def last_seq(self, journal: str) -> int:
         """The newest sequence number of a journal (0 when it has no event)."""
         query = select(func.max(events.c.seq)).where(events.c.journal == journal)
