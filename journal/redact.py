@@ -31,6 +31,30 @@ _PATTERNS: list[tuple[str, tuple[bytes, ...], re.Pattern[bytes], bytes]] = [
         rb"\1\2" + MASK_B,
     ),
     (
+        "quoted-key",
+        (b"token", b"password", b"passwd", b"secret", b"key", b"credential", b"authorization"),
+        re.compile(
+            rb"(?i)([\"'][A-Za-z0-9_.-]*(?:token|password|passwd|secret|api[_-]?key|_key"
+            rb"|credentials?|authorization)[\"']\s*:\s*)([\"'])(?!\[REDACTED\])[^\"'\n]*\2"
+        ),
+        rb"\1\2" + MASK_B + rb"\2",
+    ),
+    (
+        "cli-flag",
+        (b"--",),
+        re.compile(
+            rb"(?i)(--(?:password|passwd|token|api-key|apikey|secret|access-token|auth-token)"
+            rb"(?:=|\s+))(?!\[REDACTED\])(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|]+)"
+        ),
+        rb"\1" + MASK_B,
+    ),
+    (
+        "api-key-header",
+        (b"api-key", b"api_key", b"apikey"),
+        re.compile(rb"(?i)\b(x-api-key:\s*|api[-_]?key:\s*)(?!\[REDACTED\])[^\s\r\n\"']+"),
+        rb"\1" + MASK_B,
+    ),
+    (
         "authorization-header",
         (b"authorization",),
         re.compile(rb"(?i)\b((?:proxy-)?authorization:\s*)(?!\[REDACTED\])[^\r\n\"']+"),
@@ -55,14 +79,29 @@ _PATTERNS: list[tuple[str, tuple[bytes, ...], re.Pattern[bytes], bytes]] = [
             b"sk-",
             b"xox",
             b"akia",
+            b"glpat-",
+            b"npm_",
+            b"pypi-",
+            b"sk_live_",
+            b"aiza",
+            b"eyj",
         ),
         re.compile(
             rb"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
-            rb"|sk-[A-Za-z0-9_-]{32,}|xox[baprs]-[A-Za-z0-9-]{20,}|AKIA[0-9A-Z]{16})\b"
+            rb"|sk-[A-Za-z0-9_-]{32,}|xox[baprs]-[A-Za-z0-9-]{20,}|AKIA[0-9A-Z]{16}"
+            rb"|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_-]{50,}"
+            rb"|[sr]k_live_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35}"
+            rb"|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"
         ),
         MASK_B,
     ),
 ]
+
+#: Keys of stored dicts (probe results, labels, expectations) whose string value is a secret.
+SECRET_KEY = re.compile(
+    r"(?i)^[A-Za-z0-9_.-]*(?:token|password|passwd|secret|api[_-]?key|_key|credentials?"
+    r"|authorization)$"
+)
 
 #: Secret values shorter than this are not searched for in output: too many false hits.
 MIN_VALUE_LENGTH = 6
@@ -112,6 +151,25 @@ class Redactor:
         """A string with secrets masked, and what was masked where."""
         data, found = self.bytes(value.encode("utf-8", "surrogateescape"), where)
         return data.decode("utf-8", "surrogateescape"), found
+
+    def value(self, value: Any, where: str, key: str | None = None) -> Any:
+        """A stored value (a string, or a dict or list of them, as events carry) with secrets
+        masked: strings as :meth:`text` does, and the string under a secret-named key
+        (``password``, ``HF_TOKEN``, ``api_key``) whole."""
+        if isinstance(value, str):
+            if key is not None and SECRET_KEY.match(key) and value and value != MASK:
+                return MASK
+            return self.text(value, where)[0] if value else value
+        if isinstance(value, dict):
+            return {
+                k: self.value(v, where, k if isinstance(k, str) else None)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self.value(v, where) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.value(v, where) for v in value)
+        return value
 
     def env(
         self, env: Mapping[str, str], where: str

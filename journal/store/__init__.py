@@ -10,6 +10,7 @@ straight through their driver; any other SQLAlchemy database goes through SQLAlc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,6 +22,7 @@ from sqlalchemy import Engine, case, func, or_, select
 from journal.events import Event, OutputChunk, StepFinished
 from journal.mapper import Recorded, dump_payload, from_row, to_payload
 from journal.output import chunk_text
+from journal.redact import Redactor
 from journal.store.chain import ChainBreak, Item, utc_now
 from journal.store.core import CoreBackend, EventFilter
 from journal.store.engine import open_engine
@@ -55,10 +57,27 @@ class EventStore:
         self.engine: Engine = open_engine(db)
         self.backend = backend_for(self.engine)
         self._lock = threading.Lock()
+        self._redactor: Redactor | None = None
 
     def close(self) -> None:
         self.backend.close()
         self.engine.dispose()
+
+    def _scrubbed(self, event: Event) -> Event:
+        """``event`` with secrets masked in its text fields (strings, and the strings in its
+        dicts and lists; a value under a secret-named key whole)."""
+        if isinstance(event, OutputChunk):
+            return event  # redacted by the recorder, which sees a secret split across chunks
+        if self._redactor is None:
+            self._redactor = Redactor.for_run()
+        changes = {}
+        for spec in dataclasses.fields(event):
+            value = getattr(event, spec.name)
+            if isinstance(value, str | dict | list | tuple) and spec.name != "redactions":
+                masked = self._redactor.value(value, f"{event.type}.{spec.name}")
+                if masked != value:
+                    changes[spec.name] = masked
+        return dataclasses.replace(event, **changes) if changes else event
 
     @property
     def leases(self) -> Leases:
@@ -71,9 +90,12 @@ class EventStore:
         return self.leases.alive()
 
     def append(self, journal: str, batch: Sequence[Event], ts: str | None = None) -> None:
-        """Append ``batch`` in one transaction, chained onto the newest event in the store."""
+        """Append ``batch`` in one transaction, chained onto the newest event in the store;
+        every event's text is redacted first (a note, an acknowledgement, a label, a probe's
+        JSON: whatever path it came by), output chunks being redacted as they are recorded."""
         if not batch:
             return
+        batch = [self._scrubbed(event) for event in batch]
         # Payloads are serialised before the write lock is taken, so it is held for less.
         items = [
             (ev.type, ev.version, ev.host, ev.run_id, dump_payload(to_payload(ev)), ts)
