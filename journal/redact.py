@@ -162,8 +162,7 @@ class Redactor:
             return self.text(value, where)[0] if value else value
         if isinstance(value, dict):
             return {
-                k: self.value(v, where, k if isinstance(k, str) else None)
-                for k, v in value.items()
+                k: self.value(v, where, k if isinstance(k, str) else None) for k, v in value.items()
             }
         if isinstance(value, list):
             return [self.value(v, where) for v in value]

@@ -3,7 +3,8 @@
 
 Each step run has a folder on its host, ``~/.journal/runs/RUN``:
 
-- ``script``: the command with its env and folder, as journal sent it;
+- ``script``: the command with its env and folder, as journal sent it (it removes itself
+  as the command starts: the env's values are never in a process's argv);
 - ``out`` and ``err``: what it prints, spooled byte for byte;
 - ``pid``: the process group of the command (it runs in a session of its own);
 - ``rc``: its exit status and the time it ended (seconds since the epoch), written (whole,
@@ -61,11 +62,15 @@ def launch(run_id: str, size: int | None = None) -> str:
         [
             f"d={d}",
             'mkdir -p -m 700 "$d" || exit 111',
-            # the script is the first ``size`` bytes of stdin (the rest is the follow loop's)
+            # the script is the first ``size`` bytes of stdin (the rest is the follow loop's);
+            # it holds the step's env, so it is the owner's alone and removes itself as it
+            # starts: no value of it is in any process's argv, nor on disk while it runs
+            "umask 077",
             (
-                'cat > "$d/script" || exit 111'
+                '{ printf \'rm -f -- "$0"\\n\'; cat; } > "$d/script" || exit 111'
                 if size is None
-                else f'head -c {int(size)} > "$d/script" || exit 111'
+                else f'{{ printf \'rm -f -- "$0"\\n\'; head -c {int(size)}; }} > "$d/script" '
+                "|| exit 111"
             ),
             "b=$(command -v bash) || b=sh",
             f'if setsid -f true 2>/dev/null; then setsid -f "$b" -c {start}; '
