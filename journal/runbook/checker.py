@@ -4,6 +4,7 @@ path in the TOML text) and the key path."""
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from journal.errors import BadInput
 
 #: A usable name (journal, host, step, benchmark, group): what a shell, a URL and a database
 #: column (200 characters on PostgreSQL) all take as it is.
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
 NAME_RULE = "letters, digits, '.', '_', '-'; at most 200"
 
 
@@ -87,8 +88,13 @@ class _Checker:
         return value
 
     def seconds(self, value: Any, key: str) -> float:
-        """A timeout: a number of seconds above 0 (a boolean is not one)."""
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        """A timeout: a finite number of seconds above 0 (a boolean, nan or inf is not one)."""
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             raise self.fail(key, f"expected a number of seconds above 0, got {value!r}")
         return float(value)
 
