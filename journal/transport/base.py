@@ -98,6 +98,7 @@ class Transport(ABC):
     def close(self) -> None:
         """Close what :meth:`connect` opened."""
 
+    @abstractmethod
     def run(
         self,
         command: str,
@@ -114,10 +115,6 @@ class Transport(ABC):
         (:mod:`journal.transport.supervisor`), feeding its output to ``sink``; stop it when
         ``cancel`` is set (or, with ``detach``, leave it running) or after ``timeout``
         seconds; how it ended."""
-        stopper = Stopper(cancel, timeout)
-        started = time.monotonic()
-        self._launch(run_id, shell_script(command, env, cwd))
-        return self.follow(run_id, sink, stopper, {}, detach=detach, started=started)
 
     def probe(
         self,
@@ -137,11 +134,6 @@ class Transport(ABC):
     @abstractmethod
     def _direct(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
         """Run the shell ``script`` feeding ``sink``, letting ``stopper`` check as it polls."""
-
-    @abstractmethod
-    def _launch(self, run_id: str, script: str) -> None:
-        """Start ``script`` under the run's supervisor on the host; RuntimeError if it did
-        not start."""
 
     @abstractmethod
     def follow(

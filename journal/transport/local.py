@@ -14,6 +14,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -30,6 +31,7 @@ from journal.transport.base import (
     Transport,
     detached,
     settle,
+    shell_script,
 )
 
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -100,6 +102,23 @@ class LocalTransport(Transport):
         proc.stdout.close()
         proc.stderr.close()
         return stopper.outcome(code, time.monotonic() - stopper.start)
+
+    def run(
+        self,
+        command: str,
+        env: Mapping[str, str],
+        cwd: str | None,
+        timeout: float | None,
+        sink: OutputSink,
+        cancel: threading.Event,
+        *,
+        run_id: str = "step",
+        detach: bool = False,
+    ) -> Outcome:
+        stopper = Stopper(cancel, timeout)
+        started = time.monotonic()
+        self._launch(run_id, shell_script(command, env, cwd))
+        return self.follow(run_id, sink, stopper, {}, detach=detach, started=started)
 
     def _launch(self, run_id: str, script: str) -> None:
         done = self._shell(supervisor.launch(run_id), script.encode())

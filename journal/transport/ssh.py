@@ -198,28 +198,6 @@ class SshTransport(Transport):
             )
         return stopper.outcome(None if status == -1 else status, duration)
 
-    def _launch(self, run_id: str, script: str) -> None:
-        chan = self.conn.create_session()
-        chan.exec_command(supervisor.launch(run_id))
-        chan.sendall(script.encode())
-        chan.shutdown_write()
-        status = chan.recv_exit_status()
-        errors = b""
-        while chan.recv_stderr_ready():
-            errors += chan.recv_stderr(READ_SIZE)
-        chan.close()
-        if status == -1 and self._reconnect():
-            # the connection dropped while the supervisor started: it may well be running
-            check = self.conn.create_session()
-            check.exec_command(f"test -s {supervisor.folder(run_id)}/pid")
-            status = 0 if check.recv_exit_status() == 0 else status
-            check.close()
-        if status != 0:
-            raise RuntimeError(
-                f"the supervisor did not start on {self.target} (exit {status}): "
-                f"{errors.decode(errors='replace').strip()}"
-            )
-
     def _reconnect(self) -> bool:
         """Open the connection again after it dropped; whether it came back."""
         for wait in RECONNECT_WAITS_S:
