@@ -13,6 +13,7 @@ from journal.cli import render
 from journal.cli.context import Context
 from journal.errors import BadInput
 from journal.events import NoteAdded
+from journal.paths import make_folder, output_file, write_file
 from journal.projections.progress import progress
 from journal.runbook import TEMPLATE, parse
 
@@ -22,9 +23,7 @@ from journal.runbook import TEMPLATE, parse
 
 def init(ctx: Context, args: argparse.Namespace) -> int:
     folder = Path(args.dir)
-    if folder.exists() and not folder.is_dir():
-        raise BadInput(f"{folder} is a file; `journal init` takes a folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder, "`journal init`")
     target = folder / "runbook.toml"
     if target.exists():
         raise BadInput(f"{target} already exists; `journal init` never overwrites a runbook")
@@ -35,10 +34,11 @@ def init(ctx: Context, args: argparse.Namespace) -> int:
     from journal.service.steps import ensure_opened
 
     runbook = parse(text, target)
-    target.write_text(text)
     if not ctx.db_given:
         ctx.db = str(folder / "journal.db")
-    ensure_opened(ctx.store, runbook)
+    store = ctx.store  # a database that cannot be opened leaves no runbook behind
+    write_file(target, text, "the runbook")
+    ensure_opened(store, runbook)
     from journal.store.engine import shown
 
     print(f"wrote {target} and created the journal {runbook.name!r} in {shown(ctx.db)}")
@@ -335,6 +335,7 @@ def export_cast(ctx: Context, args: argparse.Namespace) -> int:
     from journal.events import StepStarted
     from journal.export.cast import to_cast
 
+    output = output_file(Path(args.output), "the asciicast")
     journal = ctx.journal()
     runs = [
         r.event.run
@@ -351,6 +352,6 @@ def export_cast(ctx: Context, args: argparse.Namespace) -> int:
     lines = to_cast(
         ctx.store.read(journal, run_id=matches[0], types=["StepStarted", "OutputChunk"])
     )
-    Path(args.output).write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.output}: {len(lines) - 1} output events of run {matches[0]}")
+    write_file(output, "\n".join(lines) + "\n", "the asciicast")
+    print(f"wrote {output}: {len(lines) - 1} output events of run {matches[0]}")
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 
 from journal.cli.context import Context
 from journal.errors import BadInput
+from journal.paths import output_file
 
 #: File suffixes and the format each names.
 SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json"}
@@ -46,11 +47,8 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export.changes import read_outputs
     from journal.service.findings import journal_findings
 
-    output = Path(args.output) if args.output else None
+    output = output_file(Path(args.output), "the postmortem") if args.output else None
     fmt = args.format or (SUFFIXES.get(output.suffix.lower()) if output else None) or "md"
-    if output is not None and (output.is_dir() or not output.parent.is_dir()):
-        what = "is a folder" if output.is_dir() else f"has no folder {output.parent}"
-        raise BadInput(f"cannot write the postmortem to {output}: it {what}")
     journal = ctx.journal()
     ctx.require_db()
     findings, timeline = journal_findings(ctx.store, journal)

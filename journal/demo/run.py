@@ -20,6 +20,7 @@ from journal.cli.plan import TerminalPlanReport
 from journal.demo.wheels import build_indexes
 from journal.errors import BadInput
 from journal.events import NoteAdded
+from journal.paths import make_folder
 from journal.runbook import Runbook, load
 from journal.service.bench import run_bench
 from journal.service.findings import import_transcript
@@ -136,9 +137,9 @@ def find_uv() -> str:
 
 def prepare(root: Path) -> Path:
     """Build the wheels, a target venv holding the old stack, and the runbook; return its path."""
-    if root.exists() and any(root.iterdir()) and not (root / MARKER).exists():
+    make_folder(root, "the demo")
+    if any(root.iterdir()) and not (root / MARKER).exists():
         raise BadInput(f"{root} is not empty and is not a journal demo folder; name another")
-    root.mkdir(parents=True, exist_ok=True)
     (root / MARKER).write_text("made by `journal demo`; it wipes and remakes this folder\n")
     for stale in ("ml-env", "backup", "journal.db", "journal.db-wal", "journal.db-shm"):
         path = root / stale

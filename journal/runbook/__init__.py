@@ -201,6 +201,18 @@ def load(path: str | Path) -> Runbook:
 def parse(text: str, path: Path) -> Runbook:
     """Validate runbook text; ``path`` is only used in messages."""
     try:
+        return _parse(text, path)
+    except RecursionError:
+        # tomllib (and the checks after it) recurse once per level of arrays or tables
+        # inside each other: a few hundred levels exhaust Python's stack
+        raise BadInput(
+            f"{path}: the runbook nests too deeply (arrays or tables inside each other, "
+            "hundreds of levels down) to be read; no runbook needs that: flatten it"
+        ) from None
+
+
+def _parse(text: str, path: Path) -> Runbook:
+    try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
