@@ -190,7 +190,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="every request must carry it (env JOURNAL_TOKEN); needed "
         "to bind anything but loopback",
     )
-    command("verify", commands.verify, "check the hash chain and the schema (exit 1 if broken)")
+    p = command(
+        "verify",
+        commands.verify,
+        "check the hash chain, the schema and any anchors; print the head (exit 1 if broken)",
+    )
+    p.add_argument(
+        "--witness",
+        metavar="FILE|HOST:FILE",
+        help="also hold the chain against every anchor this witness file holds",
+    )
+    p = command(
+        "anchor", commands.anchor, "write the chain's head to a witness file, here or over SSH"
+    )
+    p.add_argument(
+        "--witness",
+        metavar="FILE|HOST:FILE",
+        help="append the head to this file (HOST: a runbook host or user@host, over SSH); "
+        "without it the anchor line is printed",
+    )
     command("rebuild", commands.rebuild, "replay every event into the projections")
     p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")
     p.add_argument("dir", nargs="?", default="demo", help="folder for the demo (default: ./demo)")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from journal.cli import render
 from journal.cli.context import Context
+from journal.display import plural
 from journal.errors import BadInput
 from journal.events import NoteAdded
 from journal.paths import make_folder, output_file, write_file
@@ -285,18 +286,55 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
         return 0
 
 
+def _witness(ctx: Context, location: str):  # type: ignore[no-untyped-def]
+    from journal.service.anchor import witness_at
+
+    return witness_at(location, ctx.runbook if ctx.has_runbook() else None)
+
+
 def verify(ctx: Context, args: argparse.Namespace) -> int:
     ctx.require_db()
+    from journal.service import anchor
     from journal.store.engine import shown
 
-    report = ctx.store.verify()
+    witness = _witness(ctx, args.witness) if args.witness else None
+    anchors = anchor.read(witness) if witness else []
+    report = ctx.store.verify(anchors, str(witness or ""))
     if report.ok:
+        seq, digest = report.head
         print(f"{shown(ctx.db)}: {report.checked} events, hash chain intact, schema at head")
+        print(f"head: event {seq}, hash {digest}")
+        if anchors:
+            newest = max(anchors, key=lambda a: a.seq)
+            verb = "holds" if len(anchors) == 1 else "hold"
+            print(
+                f"{plural(len(anchors), 'anchor')} in {witness} {verb} (the newest: event "
+                f"{newest.seq}, anchored {newest.at})"
+            )
         return 0
     for problem in report.problems:
         print(f"journal verify: {problem}", file=sys.stderr)
     print(f"{shown(ctx.db)}: NOT intact ({report.checked} events read)", file=sys.stderr)
     return 1
+
+
+def anchor(ctx: Context, args: argparse.Namespace) -> int:
+    """Append the chain's head to a witness (or print it): what `verify --witness` holds the
+    chain against later."""
+    ctx.require_db()
+    from journal.service import anchor as witnesses
+    from journal.store.engine import shown
+
+    witness = _witness(ctx, args.witness) if args.witness else None
+    head = ctx.store.anchor(shown(ctx.db))
+    if head is None:
+        raise BadInput(f"{shown(ctx.db)} holds no event yet: there is no head to anchor")
+    if witness is None:
+        print(head.format())
+        return 0
+    witnesses.append(witness, head)
+    print(f"anchored event {head.seq} (hash {head.hash[:16]}…) in {witness}")
+    return 0
 
 
 def rebuild(ctx: Context, args: argparse.Namespace) -> int:

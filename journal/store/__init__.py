@@ -20,9 +20,10 @@ from operator import attrgetter
 from sqlalchemy import Engine, case, func, or_, select
 
 from journal.events import Event, OutputChunk, StepFinished
-from journal.mapper import Recorded, dump_payload, from_row, to_payload
+from journal.mapper import GENESIS, Recorded, dump_payload, from_row, to_payload
 from journal.output import chunk_text
 from journal.redact import Redactor
+from journal.store.anchor import Anchor
 from journal.store.chain import ChainBreak, Item, utc_now
 from journal.store.core import CoreBackend, EventFilter
 from journal.store.engine import open_engine
@@ -292,6 +293,20 @@ class EventStore:
                 rows.close()
         return found
 
-    def verify(self) -> VerifyReport:
-        """Recompute the hash chain over every row and check the schema and its triggers."""
-        return verify(self.engine)
+    def verify(self, anchors: Sequence[Anchor] = (), witness: str = "") -> VerifyReport:
+        """Recompute the hash chain over every row, check the schema and its triggers, and
+        hold the chain against ``anchors`` read from ``witness``."""
+        return verify(self.engine, anchors, witness or "the witness")
+
+    def anchor(self, db: str) -> Anchor | None:
+        """The chain's head as an anchor to keep elsewhere; None when it holds no event."""
+        last, first = self.last(), self.row(1)
+        if last is None:
+            return None
+        return Anchor(
+            seq=last.seq,
+            hash=last.hash,
+            first=first.hash if first else GENESIS,
+            at=utc_now(),
+            db=db,
+        )

@@ -38,7 +38,7 @@ def busy_timeout_ms() -> int:
 
 #: The newest revision under migrations/ (a test checks it against Alembic's head). A database
 #: already there is opened without importing Alembic, which costs a third of a command's start.
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0005"
 
 #: PostgreSQL advisory-lock key held while the schema is brought to head, so two processes
 #: opening a new database at once do not both create it (SQLite's BEGIN IMMEDIATE does this).

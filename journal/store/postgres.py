@@ -19,30 +19,57 @@ from journal.errors import BadInput
 from journal.mapper import Recorded
 from journal.store.chain import Item, check_continues, seal
 from journal.store.core import FETCH_ROWS, Driver, DriverBackend, recorded
-from journal.store.schema import COLUMNS, StoredRow
+from journal.store.schema import COLUMNS, StoredRow, squeezed
 
 _HEAD = "SELECT seq, hash FROM events_head FOR UPDATE"
 _MOVE = "UPDATE events_head SET seq = %s, hash = %s"
 _INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join(['%s'] * 9)})"
 
-#: pg_trigger.tgtype bits: fired BEFORE the change, and on which changes.
-_BEFORE, _DELETE, _UPDATE, _TRUNCATE = 2, 8, 16, 32
-
-#: The triggers that keep the tables append-only: (table, trigger, the changes it refuses).
-TRIGGERS = (
-    ("events", "events_no_update", _UPDATE),
-    ("events", "events_no_delete", _DELETE),
-    ("events", "events_no_truncate", _TRUNCATE),
-    ("events_head", "events_head_forward_only", _UPDATE | _DELETE),
-    ("events_head", "events_head_no_truncate", _TRUNCATE),
+_APPEND_ONLY = "BEGIN RAISE EXCEPTION 'events are append-only: % refused', TG_OP; END"
+_FORWARD_ONLY = (
+    "BEGIN IF TG_OP = 'UPDATE' THEN IF NEW.one AND NEW.seq > OLD.seq THEN RETURN NEW; END IF; "
+    "END IF; RAISE EXCEPTION 'the head of the events only moves forward: % refused', TG_OP; END"
 )
 
-#: Each trigger's kind, whether it is enabled, its definition and its function's source.
+#: The triggers that keep the tables append-only, as the migrations create them: (table,
+#: trigger) -> (its definition as pg_get_triggerdef gives it, its function's source).
+TRIGGERS = {
+    **{
+        ("events", f"events_no_{action.lower()}"): (
+            f"CREATE TRIGGER events_no_{action.lower()} BEFORE {action} ON public.events "
+            f"FOR EACH {each} EXECUTE FUNCTION events_append_only()",
+            _APPEND_ONLY,
+        )
+        for action, each in (("UPDATE", "ROW"), ("DELETE", "ROW"), ("TRUNCATE", "STATEMENT"))
+    },
+    ("events_head", "events_head_forward_only"): (
+        "CREATE TRIGGER events_head_forward_only BEFORE DELETE OR UPDATE ON public.events_head "
+        "FOR EACH ROW EXECUTE FUNCTION events_head_forward_only()",
+        _FORWARD_ONLY,
+    ),
+    ("events_head", "events_head_no_truncate"): (
+        "CREATE TRIGGER events_head_no_truncate BEFORE TRUNCATE ON public.events_head "
+        "FOR EACH STATEMENT EXECUTE FUNCTION events_head_forward_only()",
+        _FORWARD_ONLY,
+    ),
+}
+
+#: Each trigger's table, name, whether and when it is enabled, its definition and its
+#: function's source.
 TRIGGER_STATE = """
-SELECT t.tgname, t.tgtype, t.tgenabled, pg_get_triggerdef(t.oid), p.prosrc
+SELECT t.tgrelid::regclass::text, t.tgname, t.tgenabled, pg_get_triggerdef(t.oid), p.prosrc
 FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
 WHERE t.tgrelid IN (to_regclass('events'), to_regclass('events_head')) AND NOT t.tgisinternal
 """
+
+#: pg_trigger.tgenabled: fired Always (revision 0005), in the Origin role only, in Replica
+#: only, or Disabled.
+_ENABLED = {
+    "A": "",
+    "O": "fires only in the origin replication role",
+    "R": "fires only in the replica replication role",
+    "D": "is disabled",
+}
 
 
 def _under_head_lock(conn: Any, work: Callable[[Any, int, str], None]) -> None:
@@ -117,22 +144,29 @@ class PostgresBackend(DriverBackend):
 
 
 def trigger_problems(conn: Any) -> list[str]:
-    """What is wrong with the append-only triggers: missing, disabled, or no longer refusing."""
-    found = {row[0]: row[1:] for row in conn.exec_driver_sql(TRIGGER_STATE)}
+    """What is wrong with the append-only triggers: missing, on another table, not firing
+    always, no longer defined as the migrations made them, or unknown ones added."""
+    found = {(row[0], row[1]): row[2:] for row in conn.exec_driver_sql(TRIGGER_STATE)}
     problems = []
-    for table, name, refuses in TRIGGERS:
-        if name not in found:
+    for (table, name), (definition, source) in TRIGGERS.items():
+        if (table, name) not in found:
             problems.append(f"the trigger {name} on {table} that refuses changes is missing")
             continue
-        kind, enabled, definition, source = found[name]
-        wanted = _BEFORE | refuses
-        if enabled == "D":
-            problems.append(f"the trigger {name} on {table} is disabled")
-        elif kind & wanted != wanted or "RAISE EXCEPTION" not in source.upper():
+        enabled, now, now_source = found[(table, name)]
+        state = _ENABLED.get(enabled, "is in an unknown state")
+        if state:
+            problems.append(
+                f"the trigger {name} on {table} {state}, so a session can pass it by "
+                "(`SET session_replication_role`, or at will when disabled)"
+            )
+        elif squeezed(now) != definition or squeezed(now_source) != source:
             problems.append(
                 f"the trigger {name} on {table} was changed and may no longer refuse changes: "
-                f"{definition}"
+                f"{now}; its function: {squeezed(now_source)}"
             )
+    for (table, name), (_, now, _) in found.items():
+        if (table, name) not in TRIGGERS:
+            problems.append(f"an unknown trigger {name} is on {table}: {now}")
     return problems
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from sqlalchemy import Boolean, Column, Float, Integer, MetaData, String, Table, Text
@@ -79,3 +80,8 @@ class StoredRow(NamedTuple):
     run_id: str | None
     payload: str
     hash: str
+
+
+def squeezed(sql: str) -> str:
+    """SQL with its runs of blanks made one space, for comparing definitions."""
+    return re.sub(r"\s+", " ", sql).strip().rstrip(";").strip()

@@ -6,20 +6,45 @@ written in the same transaction as the events: SQLite's ``sqlite_sequence`` (AUT
 PostgreSQL's ``events_head`` row (revision 0002). On both, numbers are handed out under the
 write lock and given back by a failed append, so a gap in the sequence is itself a removal,
 even where the chain was continued across it afterwards.
+
+Whoever can write the database can also seal the whole chain again; only anchors kept
+elsewhere (:mod:`journal.store.anchor`) show that. Each anchor must still be a prefix of the
+chain: its event there, with its hash.
+
+The triggers are checked by what they are (their whole definition, on the right table, and
+enabled), not by their names: a trigger of the right name with ``WHEN 0``, on another table or
+calling a function that no longer raises refuses nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, select, text
 
 from journal.mapper import GENESIS, canonical, chain_hash
 from journal.store import postgres
+from journal.store.anchor import Anchor
 from journal.store.engine import current_revision, head_revision
-from journal.store.schema import events
+from journal.store.schema import events, squeezed
 
-_SQLITE_TRIGGERS = (("events_no_update", "BEFORE UPDATE"), ("events_no_delete", "BEFORE DELETE"))
+#: Each SQLite trigger on events as the migrations create it (whitespace aside).
+SQLITE_TRIGGERS = {
+    **{
+        f"events_no_{action.lower()}": (
+            f"CREATE TRIGGER events_no_{action.lower()} BEFORE {action} ON events "
+            f"BEGIN SELECT RAISE(ABORT, 'events are append-only: {action} refused'); END"
+        )
+        for action in ("UPDATE", "DELETE")
+    },
+    "events_no_rewrite": (
+        "CREATE TRIGGER events_no_rewrite BEFORE INSERT ON events "
+        "WHEN NEW.seq <> -1 AND NEW.seq <= (SELECT coalesce(max(seq), 0) FROM events) "
+        "BEGIN SELECT RAISE(ABORT, 'events are append-only: an INSERT at or below the newest "
+        "event refused'); END"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -28,6 +53,10 @@ class VerifyReport:
 
     checked: int
     problems: list[str]
+    #: the newest event's (sequence number, hash); (0, GENESIS) for an empty chain
+    head: tuple[int, str] = (0, GENESIS)
+    #: how many anchors were held against the chain
+    anchors: int = 0
 
     @property
     def ok(self) -> bool:
@@ -39,16 +68,24 @@ def _missing(first: int, last: int) -> str:
 
 
 def _sqlite_trigger_problems(conn: Connection) -> list[str]:
-    found = dict(
-        conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")).all()
-    )
+    found = {
+        name: (table, sql)
+        for name, table, sql in conn.execute(
+            text("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'")
+        ).all()
+    }
     problems = []
-    for trigger, refuses in _SQLITE_TRIGGERS:
-        sql = found.get(trigger)
+    for trigger, wanted in SQLITE_TRIGGERS.items():
+        table, sql = found.get(trigger, (None, None))
         if sql is None:
             problems.append(f"the trigger {trigger} that refuses changes is missing")
-        elif refuses not in sql.upper() or "RAISE(ABORT" not in sql.upper().replace(" ", ""):
+        elif table != "events":
+            problems.append(f"the trigger {trigger} is on the table {table}, not on events")
+        elif squeezed(sql) != squeezed(wanted):
             problems.append(f"the trigger {trigger} was changed and may no longer refuse: {sql}")
+    for trigger, (table, sql) in found.items():
+        if table == "events" and trigger not in SQLITE_TRIGGERS:
+            problems.append(f"an unknown trigger {trigger} is on events: {sql}")
     return problems
 
 
@@ -69,8 +106,64 @@ def _sqlite_sequence_problems(conn: Connection, last_seq: int) -> list[str]:
     ]
 
 
-def verify(engine: Engine) -> VerifyReport:
-    """Recompute the hash chain over every row and check the schema and its triggers."""
+class _Anchors:
+    """The anchors, held against the rows as they are read in order."""
+
+    def __init__(self, anchors: Sequence[Anchor], where: str) -> None:
+        self.pending = sorted(anchors, key=lambda a: (a.seq, a.line))
+        self.where = where
+        self.held = 0  # the sequence number of the last anchor that holds
+        self.first = ""  # the hash of event 1 as the table has it
+        self.problem: str | None = None
+
+    def _fail(self, anchor: Anchor, what: str) -> None:
+        later = sum(1 for a in self.pending if a.seq > anchor.seq)
+        span = (
+            f"event {anchor.seq} was"
+            if self.held + 1 == anchor.seq
+            else f"an event from {self.held + 1} to {anchor.seq} was"
+        )
+        whole = (
+            "; event 1 differs from the anchor's too: the whole chain was sealed again, or this "
+            "witness belongs to another database"
+            if self.first and anchor.first != self.first
+            else ""
+        )
+        self.problem = (
+            f"{what} (anchor of {anchor.at}, {self.where} line {anchor.line}): {span} changed "
+            f"or removed after it was anchored, and the chain sealed again to hide it{whole}"
+            + (f" ({later} later anchors fail with it)" if later else "")
+        )
+        self.pending = []
+
+    def row(self, seq: int, digest: str) -> None:
+        if seq == 1:
+            self.first = digest
+        while self.pending and self.pending[0].seq <= seq:
+            anchor = self.pending.pop(0)
+            if anchor.seq < seq:
+                self._fail(anchor, f"event {anchor.seq} is gone")
+            elif anchor.hash != digest:
+                self._fail(
+                    anchor,
+                    f"event {seq} has hash {digest[:16]}… where it was anchored with "
+                    f"{anchor.hash[:16]}…",
+                )
+            else:
+                self.held = seq
+
+    def end(self, last_seq: int) -> None:
+        if self.pending:
+            anchor = self.pending[0]
+            ends = f"the chain now ends at event {last_seq}" if last_seq else "it holds no event"
+            self._fail(anchor, f"event {anchor.seq} is gone: {ends}")
+
+
+def verify(
+    engine: Engine, anchors: Sequence[Anchor] = (), witness: str = "the witness"
+) -> VerifyReport:
+    """Recompute the hash chain over every row, check the schema and its triggers, and hold
+    the chain against ``anchors`` (each must still be a prefix of it)."""
     problems: list[str] = []
     head, current = head_revision(), current_revision(engine)
     if current != head:
@@ -83,6 +176,7 @@ def verify(engine: Engine) -> VerifyReport:
             problems += _sqlite_trigger_problems(conn)
         elif dialect == "postgresql":
             problems += postgres.trigger_problems(conn)
+    held = _Anchors(anchors, witness)
     prev, checked, last_seq, broken = GENESIS, 0, 0, False
     with engine.connect() as conn:
         rows = conn.execution_options(yield_per=5000).execute(select(events).order_by(events.c.seq))
@@ -120,10 +214,19 @@ def verify(engine: Engine) -> VerifyReport:
                 )
                 broken = True
                 break
+            held.row(row.seq, row.hash)
+            if held.problem:
+                problems.append(held.problem)
+                held.problem = None
             prev, last_seq = row.hash, row.seq
         rows.close()
+        if not broken:
+            held.end(last_seq)
+            problems += [held.problem] if held.problem else []
         if not broken and dialect == "sqlite":
             problems += _sqlite_sequence_problems(conn, last_seq)
         elif not broken and dialect == "postgresql":
             problems += postgres.head_problems(conn, last_seq, prev if last_seq else None)
-    return VerifyReport(checked=checked, problems=problems)
+    return VerifyReport(
+        checked=checked, problems=problems, head=(last_seq, prev), anchors=len(anchors)
+    )

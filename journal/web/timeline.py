@@ -63,6 +63,7 @@ def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
         "kinds": KINDS,
         "statuses": STATUSES,
         "updated": [],
+        "head": store().last(),
     }
 
 
