@@ -30,7 +30,7 @@ from journal.store.engine import open_engine
 from journal.store.leases import Alive, Leases
 from journal.store.postgres import PostgresBackend
 from journal.store.schema import COLUMNS, StoredRow, events
-from journal.store.sqlite import SqliteBackend
+from journal.store.sqlite import SqliteBackend, refuse_foreign
 from journal.store.verify import VerifyReport, verify
 
 __all__ = ["ChainBreak", "EventStore", "Recorded", "StoredRow", "VerifyReport", "utc_now"]
@@ -55,6 +55,7 @@ class EventStore:
 
     def __init__(self, db: str) -> None:
         self.db = db
+        refuse_foreign(db)  # another program's database is never given journal's tables
         self.engine: Engine = open_engine(db)
         self.backend = backend_for(self.engine)
         self._lock = threading.Lock()

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from sqlalchemy import ColumnElement
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
-from journal.errors import Busy
+from journal.errors import BadInput, Busy
 from journal.mapper import GENESIS, Recorded
 from journal.store.chain import Item, check_continues, seal
 from journal.store.core import FETCH_ROWS, Driver, DriverBackend, recorded
@@ -26,6 +29,57 @@ _INSERT = f"INSERT INTO events ({', '.join(COLUMNS[1:])}) VALUES ({', '.join('?'
 _INSERT_SEQ = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * 9)})"
 _LAST_HASH = "SELECT hash FROM events ORDER BY seq DESC LIMIT 1"
 _LAST = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+_TABLES = (
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite!_%' ESCAPE '!'"
+)
+#: The tables every journal database has, whatever its revision.
+JOURNAL_TABLES = {"events", "alembic_version"}
+
+
+def refuse_foreign(db: str) -> None:
+    """BadInput when ``--db`` names a file that is not a journal: another program's SQLite
+    database (it would be given journal's tables beside its own) or a file that is no SQLite
+    database at all. Asked read-only, before anything opens it for writing (journal's own
+    connections switch a database to WAL, which rewrites its header): the file is left as it
+    was. An empty file, or no file, becomes a new journal."""
+    from journal.store.engine import to_url
+
+    try:
+        url = make_url(to_url(db))
+    except ArgumentError:
+        return  # open_engine says what is wrong with it
+    if url.get_backend_name() != "sqlite" or not url.database or url.query.get("uri"):
+        return
+    path = Path(url.database)
+    try:
+        if path.stat().st_size == 0:
+            return
+    except OSError:
+        return  # not there (a new journal), or unreadable: opening it says why
+    # immutable when no writer has it open (no -wal beside it): a read-only open of a WAL
+    # database would leave -wal and -shm files beside another program's database
+    wal = path.with_name(path.name + "-wal").exists()
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro{'' if wal else '&immutable=1'}", uri=True)
+    except sqlite3.Error:
+        return
+    try:
+        tables = sorted(row[0] for row in conn.execute(_TABLES))
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
+            return  # locked, unreadable ...: opening it says why
+        raise BadInput(
+            f"{db} is not an SQLite database (SQLite: {exc}), so it cannot be a journal; "
+            "give a new path or a journal database"
+        ) from None
+    finally:
+        conn.close()
+    if tables and not JOURNAL_TABLES <= set(tables):
+        listed = ", ".join(tables[:8]) + (f" and {len(tables) - 8} more" if len(tables) > 8 else "")
+        raise BadInput(
+            f"{db} is an SQLite database of something else (tables: {listed}), not a journal; "
+            "give a new path or a journal database"
+        )
 
 
 def _immediately(conn: sqlite3.Connection, work: Callable[[], _T]) -> _T:
