@@ -87,3 +87,96 @@ def test_init_and_demo_into_a_folder_that_cannot_be_made_are_refused(
         assert "a-file is a file, not a folder" in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
     assert (tmp_path / "a-file").read_text() == "x"
+
+
+READERS = [
+    ["status"],
+    ["log"],
+    ["log", "--output"],
+    ["pitfalls"],
+    ["pitfalls", "--format", "json"],
+    ["drift"],
+    ["export", "postmortem"],
+    ["export", "cast", "0", "-o", "run.cast"],
+]
+
+
+@pytest.mark.parametrize("command", READERS, ids=" ".join)
+def test_a_command_that_reads_refuses_a_journal_that_is_not_there(
+    recorded: tuple[Path, Path, str], command: list[str]
+) -> None:
+    db, rb, _ = recorded
+    before = events(db)
+    done = journal("--journal", "nosuch", *command, db=db, runbook=rb, cwd=db.parent)
+    message = refused(done, "'nosuch'", "the journals there: bad")
+    assert message.count("\n") == 1 and not done.stdout
+    assert events(db) == before and not (db.parent / "run.cast").exists()
+
+
+def test_the_runbooks_journal_reads_before_anything_is_recorded(tmp_path: Path) -> None:
+    rb = write_runbook(tmp_path, HEAD + QUICK)
+    db = tmp_path / "journal.db"
+    journal("--journal", "other", "note", "elsewhere", db=db, runbook=rb)
+    status = journal("status", db=db, runbook=rb)
+    assert status.returncode == 0 and "journal bad: plan of 1 step" in text(status.stdout)
+    postmortem = journal("export", "postmortem", db=db, runbook=rb)
+    refused(postmortem, "holds nothing to write a postmortem about")
+
+
+def test_commands_that_record_still_open_a_journal_by_naming_it(
+    recorded: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    db, rb, _ = recorded
+    session = tmp_path / "session.txt"
+    session.write_text("$ echo hi\nhi\n")
+    for command in (
+        ["--journal", "noted", "note", "a first note"],
+        ["--journal", "pasted", "import", "transcript", str(session), "--host", "gpu-box"],
+        ["--journal", "measured", "record", "metric", "tok_s", "9.5"],
+    ):
+        done = journal(*command, db=db, runbook=rb)
+        assert done.returncode == 0, text(done.stderr)
+    for name in ("noted", "pasted", "measured"):
+        shown = journal("--journal", name, "log", db=db, runbook=rb)
+        assert shown.returncode == 0 and f"journal {name}:" in text(shown.stdout)
+
+
+BAD_ENV_NAMES = ["1BAD", "A-B", "A B", "", "A=B", "A\\u0000B", "PATH\\n"]
+ENV_TABLES = {
+    "hosts.here.env": HEAD.replace('ssh = "local"\n', 'ssh = "local"\nenv = {{ {env} }}\n') + QUICK,
+    "steps[0].env": HEAD + QUICK + "env = {{ {env} }}\n",
+    "benchmarks.b.env": HEAD
+    + QUICK
+    + "[benchmarks.b]\nrun = \"echo 'x: 1'\"\nparser = \"regex\"\npattern = 'x: (?P<x>[0-9]+)'\n"
+    + "env = {{ {env} }}\n",
+}
+
+
+@pytest.mark.parametrize("name", BAD_ENV_NAMES)
+@pytest.mark.parametrize("table", ENV_TABLES)
+def test_an_env_name_a_shell_cannot_export_is_refused(
+    tmp_path: Path, table: str, name: str
+) -> None:
+    rb = write_runbook(tmp_path, ENV_TABLES[table].format(env=f'"{name}" = "v"'))
+    db = tmp_path / "journal.db"
+    done = journal("run", "step", "s", db=db, runbook=rb)
+    message = refused(done, str(rb), f"{table}:", "not a usable environment variable name")
+    assert message.count("\n") == 1
+    assert not db.exists()
+
+
+def test_an_env_value_holding_a_nul_is_refused(tmp_path: Path) -> None:
+    rb = write_runbook(tmp_path, ENV_TABLES["steps[0].env"].format(env='OK = "a\\u0000b"'))
+    done = journal("run", "step", "s", db=tmp_path / "journal.db", runbook=rb)
+    refused(done, "steps[0].env.OK", "NUL")
+    assert not (tmp_path / "journal.db").exists()
+
+
+def test_usable_env_names_are_exported(tmp_path: Path) -> None:
+    rb = write_runbook(
+        tmp_path,
+        HEAD + '[[steps]]\nname = "s"\nrun = "echo $_a1-$B_2"\nsnapshots = false\n'
+        'env = { _a1 = "one", B_2 = "two" }\n',
+    )
+    done = journal("run", "step", "s", db=tmp_path / "journal.db", runbook=rb)
+    assert done.returncode == 0 and b"one-two" in done.stdout, text(done.stderr)

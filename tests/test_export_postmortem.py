@@ -354,7 +354,7 @@ def test_bad_input_is_refused_in_one_paragraph_with_exit_status_2(
         (["--format", "pdf"], "invalid choice"),
         (["-o", str(tmp_path / "missing" / "pm.md")], "cannot write the postmortem"),
         (["-o", str(tmp_path)], "is a folder"),
-        (["--journal", "nothing-yet"], "holds nothing to write a postmortem about"),
+        (["--journal", "nothing-yet"], "no journal named 'nothing-yet'"),
     ]
     for args, said in cases:
         result = journal("export", "postmortem", *args, db=seed.db, runbook=seed.runbook)

@@ -236,7 +236,7 @@ def _timeline(ctx: Context, journal: str):  # type: ignore[no-untyped-def]
 
 
 def status(ctx: Context, args: argparse.Namespace) -> int:
-    journal = ctx.journal()
+    journal = ctx.read_journal()
     timeline = _timeline(ctx, journal)
     if ctx.has_runbook() and ctx.runbook.name == journal:
         timeline.plan = ctx.runbook.plan
@@ -255,7 +255,7 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def log(ctx: Context, args: argparse.Namespace) -> int:
-    journal = ctx.journal()
+    journal = ctx.read_journal()
     store = ctx.store
     timeline = _timeline(ctx, journal)
     if args.output:
@@ -374,7 +374,7 @@ def export_cast(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export.cast import to_cast
 
     output = output_file(Path(args.output), "the asciicast")
-    journal = ctx.journal()
+    journal = ctx.read_journal()
     runs = [
         r.event.run
         for r in ctx.store.read(journal, types=["StepStarted"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,12 +65,42 @@ class Context:
             f"({', '.join(names)}); pick one with --journal NAME"
         )
 
+    def read_journal(self) -> str:
+        """The journal meant, for a command that only reads it (status, log, pitfalls, the
+        exports, drift): bad input when it is neither the runbook's nor in the database, since a
+        mistyped --journal would read as an empty journal. Commands that record (a step, a
+        note, an import) open a journal by naming it and take :meth:`journal`."""
+        name = self.journal()
+        if self.db_exists() and self.store.has_journal(name):
+            return name
+        if self.has_runbook() and self.runbook.name == name:
+            return name  # opened by its runbook; nothing recorded yet
+        self.require_db(f"no journal {name!r} to read: ")
+        from journal.store.engine import shown
+
+        known = self.store.journals()
+        where = f"the database {shown(self.db)}"
+        if not known:
+            raise BadInput(f"no journal named {name!r}: {where} holds no journal yet")
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise BadInput(
+            f"no journal named {name!r} in {where}{hint}; the journals there: "
+            f"{', '.join(known)} (pick one with --journal NAME)"
+        )
+
+    def db_exists(self) -> bool:
+        """Whether ``--db`` names a database that is there (any URL but an SQLite file's is
+        taken to be)."""
+        path = self.db.removeprefix("sqlite:///") if self.db.startswith("sqlite:///") else self.db
+        return "://" in path or Path(path).expanduser().exists()
+
     def require_db(self, why: str = "") -> None:
         """Bad input when ``--db`` names an SQLite file that is not there: a command that only
         reads (verify, rebuild, status without a runbook) must not create an empty database
         at a mistyped path and report on that."""
-        path = self.db.removeprefix("sqlite:///") if self.db.startswith("sqlite:///") else self.db
-        if "://" not in path and not Path(path).expanduser().exists():
+        if not self.db_exists():
+            path = self.db.removeprefix("sqlite:///")
             raise BadInput(
                 f"{why}there is no database at {path}; `journal init` creates one, "
                 "or name one with --db (env JOURNAL_DB)"

@@ -47,7 +47,7 @@ def add_parser(sub: Any, command: Any) -> None:
 
 
 def drift(ctx: Context, args: argparse.Namespace) -> int:
-    journal = ctx.journal()
+    journal = ctx.read_journal()
     ctx.require_db()
     readings = fold(journal, ctx.store.read(journal, types=EVENT_TYPES))
     if ctx.has_runbook() and ctx.runbook.name == journal:

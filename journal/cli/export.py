@@ -49,7 +49,7 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
 
     output = output_file(Path(args.output), "the postmortem") if args.output else None
     fmt = args.format or (SUFFIXES.get(output.suffix.lower()) if output else None) or "md"
-    journal = ctx.journal()
+    journal = ctx.read_journal()
     ctx.require_db()
     findings, timeline = journal_findings(ctx.store, journal)
     if export.is_empty(timeline):

@@ -44,7 +44,7 @@ def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
     from journal.pitfalls import counts
     from journal.service.findings import acknowledge, findings, unacknowledge
 
-    journal = ctx.journal()
+    journal = ctx.read_journal()
     if args.action == "ack":
         covered = acknowledge(ctx.store, journal, args.finding, args.note, args.by)
         what = _n(covered) if covered is not None else f"every {args.finding} finding so far"

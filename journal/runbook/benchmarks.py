@@ -52,7 +52,7 @@ def benchmark_specs(
         for label in labels:
             if not LABEL.match(label):
                 raise fail(f"{key}.labels.{label}", "not a usable label name")
-        env = _strings(check, table.get("env", {}), f"{key}.env")
+        env = check.env(table.get("env", {}), f"{key}.env")
         cwd = table.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise fail(f"{key}.cwd", "expected a string")
@@ -151,7 +151,7 @@ def _patterns(check: _Checker, key: str, table: dict[str, Any], parser: str) -> 
 
 
 def _strings(check: _Checker, value: Any, key: str) -> dict[str, str]:
-    """A table of name = "text" (units, labels, env)."""
+    """A table of name = "text" (units, labels)."""
     if not isinstance(value, dict):
         raise check.fail(key, 'expected a table of name = "text"')
     for name, item in value.items():

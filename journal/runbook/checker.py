@@ -15,6 +15,8 @@ from journal.errors import BadInput
 #: column (200 characters on PostgreSQL) all take as it is.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
 NAME_RULE = "letters, digits, '.', '_', '-'; at most 200"
+#: An environment variable's name as a POSIX shell's ``export`` takes it.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def suggest(name: str, known: list[str]) -> str:
@@ -110,12 +112,22 @@ class _Checker:
         return value
 
     def env(self, value: Any, key: str) -> dict[str, str]:
+        """An ``env`` table: names a shell can export (``1BAD``, ``A-B``, ``A B`` or an ``=``
+        would make the step's ``export`` fail), each set to a string."""
         table = self.table(value, key)
         for name, item in table.items():
+            if not ENV_NAME.match(name):
+                raise self.fail(
+                    key,
+                    f"{name!r} is not a usable environment variable name (letters, digits and "
+                    "'_', not starting with a digit)",
+                )
             if not isinstance(item, str):
                 raise self.fail(
                     f"{key}.{name}", f"environment values are strings, got {_kind(item)}"
                 )
+            if "\0" in item:
+                raise self.fail(f"{key}.{name}", "an environment value cannot hold a NUL character")
         return table
 
     def known_keys(self, table: dict[str, Any], allowed: set[str], key: str) -> None:

@@ -182,6 +182,13 @@ class EventStore:
             )
             return [row.journal for row in rows]
 
+    def has_journal(self, journal: str) -> bool:
+        """Whether the database holds an event of ``journal`` (one row looked up by the
+        journal's index, whatever the size of the table)."""
+        query = select(events.c.seq).where(events.c.journal == journal).limit(1)
+        with self.engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
     def count(self, journal: str | None = None) -> int:
         """How many events the database (or one journal) holds."""
         query = select(func.count()).select_from(events)
