@@ -180,3 +180,55 @@ def test_usable_env_names_are_exported(tmp_path: Path) -> None:
     )
     done = journal("run", "step", "s", db=tmp_path / "journal.db", runbook=rb)
     assert done.returncode == 0 and b"one-two" in done.stdout, text(done.stderr)
+
+
+def bench_runbook(folder: Path, pattern: str) -> Path:
+    """A runbook whose benchmark ``b`` prints a figure, then a line no regex should choke on."""
+    output = "tok: 42\\n" + "a" * 40 + "b"
+    return write_runbook(
+        folder,
+        HEAD + f'[benchmarks.b]\nrun = "printf \'{output}\\\\n\'"\nparser = "regex"\n'
+        f"pattern = '{pattern}'\n",
+    )
+
+
+def test_a_benchmark_pattern_that_is_not_a_regex_is_refused_at_load(tmp_path: Path) -> None:
+    rb = bench_runbook(tmp_path, "tok: (?P<tok>[0-9]+")
+    db = tmp_path / "journal.db"
+    done = journal("run", "bench", "b", db=db, runbook=rb)
+    refused(done, str(rb), "benchmarks.b.pattern", "is not a valid regex")
+    assert not db.exists()
+
+
+def test_a_catastrophic_pattern_reads_its_figure_at_once_on_re2(tmp_path: Path) -> None:
+    pytest.importorskip("re2")
+    rb = bench_runbook(tmp_path, "^tok: (?P<tok>[0-9]+)$|(a+)+$")
+    done = journal("run", "bench", "b", db=tmp_path / "journal.db", runbook=rb)
+    assert done.returncode == 0, text(done.stderr)
+    assert "tok = 42" in text(done.stderr)
+
+
+def test_a_pattern_past_its_time_limit_fails_the_run_saying_so(tmp_path: Path) -> None:
+    # a lookahead: RE2 refuses it, so it runs on Python's backtracking engine, in a child
+    # process stopped at the limit
+    pattern = "^tok: (?P<tok>[0-9]+)$|^(?P<a>(a+)+)(?=c)"
+    rb = bench_runbook(tmp_path, pattern)
+    db = tmp_path / "journal.db"
+    done = journal("run", "bench", "b", db=db, runbook=rb)
+    assert done.returncode == 1 and no_traceback(done), text(done.stderr)
+    said = f"the pattern {pattern!r} ran past its 5 s limit on this output"
+    assert said in text(done.stderr)
+    assert said in text(journal("log", db=db, runbook=rb).stdout)  # recorded as the reason
+
+
+def test_without_re2_every_pattern_runs_within_the_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from journal import userregex
+
+    monkeypatch.setattr(userregex, "re2", None)
+    regex = userregex.compile_user("^tok: (?P<tok>[0-9]+)$|(a+)+$")
+    assert regex.engine == "re"
+    assert userregex.find_named(regex, "tok: 42\n", 10) == [("tok", "42", 5)]
+    with pytest.raises(userregex.RegexTimeout, match=r"ran past its 0\.5 s limit"):
+        userregex.find_named(regex, "tok: 42\n" + "a" * 40 + "b", 10, limit=0.5)

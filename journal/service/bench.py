@@ -111,6 +111,8 @@ def run_bench(
         )
         store.append(runbook.name, figures)
         found[run_id] = (figures, list(result.skipped))
+        if outcome.ok and result.errors:
+            return replace(outcome, status="failed", reason="; ".join(result.errors))
         if outcome.ok and not figures:
             what = f"the {spec.parser} parser" if not spec.builtin else "the built-in benchmark"
             why = "; ".join(result.skipped) or f"{what} found no figure in the output"

@@ -38,7 +38,9 @@ Metric names, per parser:
   the command names the test.
 - ``llama-bench``: ``tokens_per_s`` (tok/s), labels ``test``, ``model`` and the columns that
   vary between rows; the ``±`` standard deviation is dropped (see llama.py).
-- ``regex``: each named group of each match, named after the group.
+- ``regex``: each named group of each match, named after the group. The patterns run on RE2
+  (linear time) where it takes them, else on ``re`` within a time limit; one past it reads
+  nothing and says why in ``ParseResult.errors`` (see :mod:`journal.userregex`).
 - ``builtin``: the ``metric`` of each JSON line (``matmul_bf16``, ``memcpy_d2d``,
   ``allreduce_busbw``), its unit and labels; a skipped one goes to ``ParseResult.skipped``.
 
@@ -125,13 +127,14 @@ def parse(
     doc = Text(clean(text))  # a summary printed in colour reads as the plain one
     problems = []
     skipped: list[str] = []
+    errors: list[str] = []
     if parser == "regex":
         if patterns is None:
             raise ParserError(
                 "the regex parser needs patterns, e.g. "
                 "'Throughput: (?P<tokens_per_s>[0-9.]+) tok/s'"
             )
-        groups = regex(doc, patterns, units or {})
+        groups, errors = regex(doc, patterns, units or {})
     elif parser == "builtin":
         groups, skipped = builtin(doc)
     elif parser == "nccl-tests":
@@ -146,4 +149,5 @@ def parse(
             groups += vllm_throughput(doc) + vllm_latency(doc)
     result = assemble(doc, groups, problems, units)
     result.skipped = skipped
+    result.errors = errors
     return result

@@ -51,11 +51,13 @@ class Problem:
 class ParseResult:
     """What a parser read: the figures, the problems that make them untrustworthy, and the
     figures a benchmark skipped on purpose (``skipped``: ``"allreduce_busbw: needs 2 or more
-    GPUs, found 1"``), which are no problem of trust."""
+    GPUs, found 1"``), which are no problem of trust; and why part of the output could not be
+    read (``errors``: a runbook's pattern past its time limit), which fails the run."""
 
     figures: list[Parsed]
     problems: list[Problem]
     skipped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 def number(text: str) -> float | None:

@@ -7,14 +7,16 @@ import json
 import re
 
 from journal.benchmarks.parsers._text import Group, ParserError, Text, number
+from journal.userregex import RegexTimeout, UserRegex, compile_user, find_named
 
 #: Matches of one pattern beyond which the rest of the text is not searched.
 MAX_MATCHES = 100_000
 
 
-def compile_patterns(patterns: list[str]) -> list[re.Pattern[str]]:
-    """The regex parser's patterns, compiled with ``re.M``; ParserError saying which pattern
-    is wrong and why: not a string, not a valid regex, or without a named group."""
+def compile_patterns(patterns: list[str]) -> list[UserRegex]:
+    """The regex parser's patterns, compiled with ``re.M`` (for RE2 where it takes them: see
+    :mod:`journal.userregex`); ParserError saying which pattern is wrong and why: not a
+    string, not a valid regex, or without a named group."""
     if isinstance(patterns, str) or not isinstance(patterns, list):
         raise ParserError("expected a list of regex patterns")
     if not patterns:
@@ -27,7 +29,7 @@ def compile_patterns(patterns: list[str]) -> list[re.Pattern[str]]:
         if not isinstance(pattern, str):
             raise ParserError(f"pattern {pattern!r} is not a string")
         try:
-            regex = re.compile(pattern, re.M)
+            regex = compile_user(pattern, re.M)
         except re.error as exc:
             raise ParserError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
         if not regex.groupindex:
@@ -39,20 +41,23 @@ def compile_patterns(patterns: list[str]) -> list[re.Pattern[str]]:
     return compiled
 
 
-def regex(doc: Text, patterns: list[str], units: dict[str, str]) -> list[Group]:
+def regex(doc: Text, patterns: list[str], units: dict[str, str]) -> tuple[list[Group], list[str]]:
     """Every named group of every match of every pattern: a figure named after the group,
-    unless what it matched is not a number."""
+    unless what it matched is not a number; and why a pattern read nothing (it ran past its
+    time limit: see :mod:`journal.userregex`)."""
     group = Group(0)
+    errors: list[str] = []
     for pattern in compile_patterns(patterns):
-        for count, match in enumerate(pattern.finditer(doc.text)):
-            if count >= MAX_MATCHES:
-                break
-            for name in pattern.groupindex:
-                found = match.group(name)
-                value = number(found.strip()) if found else None
-                if value is not None:
-                    group.add(name, value, units.get(name), match.start(name), {})
-    return [group]
+        try:
+            found = find_named(pattern, doc.text, MAX_MATCHES)
+        except RegexTimeout as exc:
+            errors.append(str(exc))
+            continue
+        for name, text, pos in found:
+            value = number(text.strip())
+            if value is not None:
+                group.add(name, value, units.get(name), pos, {})
+    return [group], errors
 
 
 def builtin(doc: Text) -> tuple[list[Group], list[str]]:

@@ -1,0 +1,136 @@
+"""Regexes the runbook supplies, run on what a host printed: neither is trusted, and a
+backtracking engine takes exponential time on a pattern like ``(a+)+$`` against ``"a" * 40 +
+"b"`` (minutes, hours: a hang).
+
+A pattern is read with Python's :mod:`re` syntax (its error messages are the ones shown, and
+its named groups the figures). It then runs on Google's RE2 (the ``google-re2`` package, module
+``re2``), whose time is linear in the text whatever the pattern, when that is installed and the
+pattern is one RE2 takes; a pattern RE2 refuses (a backreference, a lookaround, ``\\Z``), or
+every pattern where ``re2`` is missing, runs on :mod:`re` in a forked child process that is
+killed at :data:`TIME_LIMIT_S`, which :class:`RegexTimeout` then says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import re2
+except ImportError:  # pragma: no cover - google-re2 is a dependency; kept working without it
+    re2 = None
+
+#: Seconds a pattern may run on Python's backtracking engine over one text.
+TIME_LIMIT_S = 5.0
+
+#: (group name, what it matched, where the match of the group starts) for each named group of
+#: each match, in order of the text.
+Found = list[tuple[str, str, int]]
+
+
+class RegexTimeout(Exception):
+    """A pattern ran past its time limit on a text: nothing it found is kept."""
+
+    def __init__(self, pattern: str, limit: float) -> None:
+        self.pattern = pattern
+        self.limit = limit
+        super().__init__(
+            f"the pattern {pattern!r} ran past its {limit:g} s limit on this output (it "
+            "backtracks without end on text like this): nothing was read with it; make it "
+            "unambiguous, e.g. no nested repeats like (a+)+"
+        )
+
+
+@dataclass(frozen=True)
+class UserRegex:
+    """A runbook's pattern, compiled for the engine it runs on (``re2``, else ``re``)."""
+
+    pattern: str
+    engine: str
+    #: Its named groups and their numbers.
+    groupindex: dict[str, int] = field(default_factory=dict)
+    compiled: Any = None
+
+
+def compile_user(pattern: str, flags: int = re.M) -> UserRegex:
+    """``pattern`` compiled (``re.error`` for bad syntax, as Python's ``re`` says it); only
+    ``re.M`` and ``re.I`` are carried to RE2."""
+    checked = re.compile(pattern, flags)
+    if re2 is not None:
+        options = re2.Options()
+        options.log_errors = False  # a refused pattern falls back to re without a word
+        inline = "".join(c for f, c in ((re.M, "m"), (re.I, "i")) if flags & f)
+        try:
+            fast = re2.compile(f"(?{inline}){pattern}" if inline else pattern, options)
+        except re2.error:
+            pass
+        else:
+            if dict(fast.groupindex) == dict(checked.groupindex):
+                return UserRegex(pattern, "re2", dict(fast.groupindex), fast)
+    return UserRegex(pattern, "re", dict(checked.groupindex), checked)
+
+
+def find_named(regex: UserRegex, text: str, most: int, limit: float = TIME_LIMIT_S) -> Found:
+    """Each named group of each of the first ``most`` matches of ``regex`` in ``text``;
+    RegexTimeout once Python's engine has run ``limit`` seconds on it (RE2 needs no limit)."""
+    if regex.engine == "re2" or not hasattr(os, "fork"):
+        return _collect(regex, text, most)
+    return _in_child(regex, text, most, limit)
+
+
+def _collect(regex: UserRegex, text: str, most: int) -> Found:
+    found: Found = []
+    for count, match in enumerate(regex.compiled.finditer(text)):
+        if count >= most:
+            break
+        for name, index in regex.groupindex.items():
+            value = match.group(index)
+            if value is not None:
+                found.append((name, value, match.start(index)))
+    return found
+
+
+def _in_child(regex: UserRegex, text: str, most: int, limit: float) -> Found:
+    """:func:`_collect` in a forked child (it has the text already: nothing is copied to it),
+    its findings sent back as JSON through a pipe; the child is killed at ``limit``."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: find, write, and leave without running any of the parent's exits
+        code = 1
+        try:
+            os.close(reader)
+            data = json.dumps(_collect(regex, text, most)).encode()
+            while data:
+                data = data[os.write(writer, data) :]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + limit
+    finished = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RegexTimeout(regex.pattern, limit)
+            if select.select([reader], [], [], left)[0]:
+                data = os.read(reader, 1 << 20)
+                if not data:
+                    finished = True
+                    break
+                chunks.append(data)
+    finally:
+        os.close(reader)
+        if not finished:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"matching {regex.pattern!r} failed in its child process")
+    return [(name, value, pos) for name, value, pos in json.loads(b"".join(chunks))]
