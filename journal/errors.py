@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class BadInput(Exception):
     """Input the user can fix (a runbook, a flag, a name): exit status 2, nothing recorded."""
@@ -21,4 +23,19 @@ class Busy(BadInput):
             f"{path} is locked by another writer: its lock was not released within the "
             f"{waited:g} s busy timeout, so nothing was written; find the process holding it "
             f"(`fuser {path}`) and try again once it is done"
+        )
+
+
+class DiskFull(BadInput):
+    """The filesystem under the database is full: exit status 2; the write that did not fit
+    was undone whole, and nothing recorded before is lost."""
+
+    @classmethod
+    def database(cls, path: str) -> DiskFull:
+        folder = os.path.dirname(path) or "."
+        return cls(
+            f"{path}: the disk is full (SQLite: database or disk is full), so nothing more "
+            "could be recorded there; the write that did not fit was undone whole and what "
+            f"was recorded before is kept; free space on its filesystem (`df -h {folder}`) "
+            "and try again"
         )

@@ -5,12 +5,16 @@ journal exits), no traceback, and nothing recorded before lost or changed."""
 from __future__ import annotations
 
 import os
+import shlex
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import journal, no_traceback, text, write_runbook
+from journal.recorder import decode
+from journal.store import EventStore
+from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
 
 HEAD = '[journal]\nname = "io"\n\n[hosts.here]\nssh = "local"\n\n'
 
@@ -77,3 +81,97 @@ def test_an_empty_file_or_a_new_path_becomes_a_journal(tmp_path: Path) -> None:
         with sqlite3.connect(db) as conn:
             count = conn.execute("SELECT count(*) FROM events WHERE type = 'NoteAdded'")
             assert count.fetchone()[0] == 2
+
+
+def _namespace() -> list[str]:
+    """The `unshare` that gives a mount namespace of one's own, where a tmpfs of a given size
+    is a real full disk (as root, or as the root of a user namespace); the test is skipped
+    where the kernel lends neither."""
+    ns = ["unshare", "--mount"] if os.geteuid() == 0 else ["unshare", "-r", "--mount"]
+    try:
+        probe = subprocess.run(
+            [*ns, "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+            capture_output=True,
+            timeout=30,
+        )
+    except FileNotFoundError:
+        pytest.skip("no unshare here")
+    if probe.returncode != 0:
+        pytest.skip(f"no mount namespace here: {text(probe.stderr).strip()}")
+    return ns
+
+
+def _on_small_disk(tmp_path: Path, mount: Path, size: str, lines: list[str]) -> Path:
+    """Run the shell ``lines`` with a tmpfs of ``size`` mounted on ``mount`` (seen by them
+    alone), HOME at ``tmp_path/home``; each line's exit status and stderr land in
+    ``tmp_path/out/N.rc`` and ``N.err``. The folder of those files."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "home").mkdir(exist_ok=True)
+    mount.mkdir(exist_ok=True)
+    script = [
+        "set -u",
+        f"mount -t tmpfs -o size={size} tmpfs {shlex.quote(str(mount))} || exit 99",
+        f"export HOME={shlex.quote(str(tmp_path / 'home'))}",
+    ]
+    for i, line in enumerate(lines):
+        script.append(f"{line} > /dev/null 2> {out}/{i}.err; echo $? > {out}/{i}.rc")
+    done = subprocess.run([*_namespace(), "sh", "-c", "\n".join(script)], timeout=300)
+    assert done.returncode == 0
+    return out
+
+
+def _said(out: Path, i: int) -> tuple[int, str]:
+    return int((out / f"{i}.rc").read_text()), (out / f"{i}.err").read_text()
+
+
+def test_a_full_disk_under_the_database_is_a_clear_error_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    rb = write_runbook(
+        tmp_path, HEAD + '[[steps]]\nname = "big"\nrun = "yes 0123456789abcdef | head -c 3000000"\n'
+    )
+    disk = tmp_path / "disk"
+    db = disk / "journal.db"
+    j = shlex.join([*JOURNAL, "--db", str(db), "--runbook", str(rb)])
+    copy = f"cp {disk}/journal.db* {tmp_path}/"
+    out = _on_small_disk(
+        tmp_path,
+        disk,
+        "1m",  # the note fits; 3 MB of output does not
+        [
+            f"{j} note before",
+            f"{j} run step big",
+            f"mkdir {tmp_path}/after && cp {disk}/journal.db* {tmp_path}/after/",
+            f"mount -o remount,size=16m tmpfs {disk}",  # space freed
+            f"{j} attach --all",
+            copy,
+        ],
+    )
+    assert _said(out, 0)[0] == 0
+    code, err = _said(out, 1)
+    assert code == 2, err  # not 255, "host unreachable"
+    assert "Traceback" not in err
+    assert f"journal: {db}: the disk is full" in err and "what was recorded before is kept" in err
+    assert "`journal attach " in err
+    # what was recorded before the disk filled is there, its chain whole
+    after = tmp_path / "after" / "journal.db"
+    assert journal("verify", db=after).returncode == 0
+    store = EventStore(str(after))
+    try:
+        assert [r.event.text for r in store.read("io", types=["NoteAdded"])] == ["before"]
+    finally:
+        store.close()
+    # once space is freed, attach records the rest from the spool: all of it, byte for byte
+    assert _said(out, 4)[0] == 0, _said(out, 4)[1]
+    store = EventStore(str(tmp_path / "journal.db"))
+    try:
+        chunks = store.read("io", types=["OutputChunk"])
+        assert (
+            b"".join(decode(r.event) for r in chunks)
+            == (b"0123456789abcdef\n" * 200_000)[:3_000_000]
+        )
+        (finished,) = [r.event for r in store.read("io", types=["StepFinished"])]
+        assert (finished.status, finished.exit_code) == ("succeeded", 0)
+    finally:
+        store.close()

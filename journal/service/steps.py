@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from journal.errors import Busy, DiskFull
 from journal.events import HostKeyAccepted, JournalOpened, StepFinished, StepStarted
 from journal.expect import Verdict
 from journal.projections.packages import change_text, diff_packages
@@ -232,6 +234,9 @@ def _record_on_host(
     failed: list[Verdict] = []
     recorder: OutputRecorder | None = None
     before: dict[str, Any] | None = None
+    refused: Busy | DiskFull | None = None
+    spooled = False  # whether the command's output is being recorded from its spool
+    ran: Outcome | None = None
     try:
         if step.snapshots:
             before = checks.snapshot("before", run_id, run_id)
@@ -243,9 +248,11 @@ def _record_on_host(
             redactor,
             echo.for_host(host.name),
         )
-        outcome = transport.run(
+        spooled = True
+        outcome = ran = transport.run(
             sent, env, step.cwd, step.timeout, recorder, cancel, run_id=run_id, detach=step.detach
         )
+        spooled = False
         recorder.close()
         echo.flush_host(host.name)
         if measure is not None and outcome.status != "detached":
@@ -259,6 +266,10 @@ def _record_on_host(
                     status="failed",
                     reason=f"expectation failed: {failed[0].reason}{more}",
                 )
+    except (Busy, DiskFull) as exc:
+        # The store refused a write (its lock held too long, its disk full): the error ends
+        # journal's command (exit 2), not as a step's failure (255 once said "unreachable")
+        refused = exc
     except Exception as exc:  # noqa: BLE001 - whatever broke, the step run must be closed
         outcome = Outcome(
             "failed",
@@ -268,10 +279,31 @@ def _record_on_host(
             f"the transport failed: {type(exc).__name__}: {exc}",
         )
     finally:
-        if recorder is not None:
+        # after a refused write, the recorder (whose offsets have moved past the chunks
+        # that were not stored) must store nothing more: a later chunk would leave a gap
+        if recorder is not None and refused is None:
             recorder.close()
         echo.flush_host(host.name)
         transport.close()
+    if refused is not None and spooled:
+        # refused while the output was recorded: the transport stopped the command (or left
+        # a detachable one running) and kept its spool. The run stays open, recorded up to
+        # its last stored chunk, for `journal attach` to record the rest from the spool.
+        left = "left running" if step.detach else "stopped (if it had not ended)"
+        raise type(refused)(
+            f"{refused}. The command of {step.name} on {host.name} was {left} and is "
+            f"recorded up to there; once the database takes writes again, `journal attach "
+            f"{run_id}` records the rest of its output from its spool on the host"
+        ) from None
+    if refused is not None:
+        # refused before the command started, or after its output was all recorded: the
+        # run's end is recorded if the store takes that much
+        if ran is None:
+            ran = Outcome("failed", None, time.monotonic() - started, None)
+        why = f"journal could not record all of it: {refused}"
+        with contextlib.suppress(Busy, DiskFull):
+            finish(replace(ran, status="failed", reason=why))
+        raise refused
     return replace(finish(outcome), failed_expectations=failed)
 
 

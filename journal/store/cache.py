@@ -19,9 +19,10 @@ from typing import Any
 from sqlalchemy import Engine, and_, delete, insert, select, update
 from sqlalchemy.exc import OperationalError
 
-from journal.errors import Busy
+from journal.errors import Busy, DiskFull
 from journal.store.engine import busy_timeout_ms
 from journal.store.schema import projection_heads, projection_rows
+from journal.store.sqlite import disk_full
 
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
@@ -115,9 +116,11 @@ class ProjectionCache:
         try:
             return self._save(journal, projection, head, rows, since, replace)
         except OperationalError as exc:
+            path = self.engine.url.database or "the database"
+            if disk_full(exc):
+                raise DiskFull.database(path) from None
             if "locked" not in str(exc):
                 raise
-            path = self.engine.url.database or "the database"
             raise Busy.locked(path, busy_timeout_ms() / 1000) from None
 
     def _save(

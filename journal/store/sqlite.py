@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from journal.errors import BadInput, Busy
+from journal.errors import BadInput, Busy, DiskFull
 from journal.mapper import GENESIS, Recorded
 from journal.store.chain import Item, check_continues, seal
 from journal.store.core import FETCH_ROWS, Driver, DriverBackend, recorded
@@ -91,16 +91,27 @@ def _immediately(conn: sqlite3.Connection, work: Callable[[], _T]) -> _T:
         if "locked" not in str(exc) and "busy" not in str(exc):
             raise
         waited = conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
-        path = conn.execute("PRAGMA database_list").fetchone()[2] or "the database"
-        raise Busy.locked(path, waited) from None
+        raise Busy.locked(_path(conn), waited) from None
     try:
         done = work()
         conn.execute("COMMIT")
         return done
-    except BaseException:
+    except BaseException as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
+        if disk_full(exc):
+            raise DiskFull.database(_path(conn)) from None
         raise
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's SQLITE_FULL (the sqlite3 error, or SQLAlchemy's around it)."""
+    orig = getattr(exc, "orig", exc)
+    return getattr(orig, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+
+
+def _path(conn: sqlite3.Connection) -> str:
+    return conn.execute("PRAGMA database_list").fetchone()[2] or "the database"
 
 
 def append(conn: sqlite3.Connection, journal: str, items: Sequence[Item]) -> None:
