@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -247,10 +248,12 @@ def _parse(text: str, path: Path) -> Runbook:
     if not isinstance(steps_value, list):
         raise check.fail("steps", "steps are an array of tables: write [[steps]], not [steps]")
     steps: list[Step] = []
+    step_names: set[str] = set()  # looked up, not scanned: the check stays linear in steps
     for index, spec in enumerate(steps_value):
         step = _step(check, f"steps[{index}]", spec, hosts, groups)
-        if any(s.name == step.name for s in steps):
+        if step.name in step_names:
             raise check.fail(f"steps[{index}].name", f"a step named {step.name!r} comes earlier")
+        step_names.add(step.name)
         steps.append(step)
 
     probes = probe_specs(check.table(data.get("probes", {}), "probes"), check)
@@ -271,7 +274,7 @@ def _parse(text: str, path: Path) -> Runbook:
         for n, b in benchmarks.items()
     }
     for bench in benchmarks:
-        if bench in {s.name for s in steps}:
+        if bench in step_names:
             raise check.fail(
                 f"benchmarks.{bench}",
                 f"a step is also named {bench!r}: give the benchmark its own name, so the "
@@ -334,7 +337,7 @@ def _groups(check: _Checker, table: dict[str, Any], hosts: dict[str, Host]) -> d
                     else suggest(member, list(hosts))
                 )
                 raise check.fail(key, f"no host named {member!r}{hint}")
-        twice = sorted({m for m in members if members.count(m) > 1})
+        twice = sorted(m for m, n in Counter(members).items() if n > 1)
         if twice:
             raise check.fail(key, f"{', '.join(map(repr, twice))} listed more than once")
         groups[name] = members
