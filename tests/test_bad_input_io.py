@@ -5,16 +5,20 @@ journal exits), no traceback, and nothing recorded before lost or changed."""
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import sqlite3
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from journal.recorder import decode
 from journal.store import EventStore
+from tests import sshd as sshd_module
 from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
+from tests.sshd import SshHome, SshServer
 
 HEAD = '[journal]\nname = "io"\n\n[hosts.here]\nssh = "local"\n\n'
 
@@ -115,7 +119,7 @@ def _on_small_disk(tmp_path: Path, mount: Path, size: str, lines: list[str]) -> 
         f"export HOME={shlex.quote(str(tmp_path / 'home'))}",
     ]
     for i, line in enumerate(lines):
-        script.append(f"{line} > /dev/null 2> {out}/{i}.err; echo $? > {out}/{i}.rc")
+        script.append(f"{line} > {out}/{i}.out 2> {out}/{i}.err; echo $? > {out}/{i}.rc")
     done = subprocess.run([*_namespace(), "sh", "-c", "\n".join(script)], timeout=300)
     assert done.returncode == 0
     return out
@@ -175,3 +179,117 @@ def test_a_full_disk_under_the_database_is_a_clear_error_and_loses_nothing(
         assert (finished.status, finished.exit_code) == ("succeeded", 0)
     finally:
         store.close()
+
+
+#: Steps for a host whose disk (under ~/.journal/runs) is 256 KiB: ``big`` prints more than
+#: fits; the probe ``fill`` (run straight on its channel, no spool) fills the disk; ``echo``
+#: then has no room for its spool at all.
+FULL_HOST = """
+[[steps]]
+name = "big"
+run = "yes 0123456789abcdef | head -c 1000000; echo end"
+
+[[steps]]
+name = "echo"
+run = "echo hi"
+
+[probes.fill]
+run = "head -c 10000000 /dev/zero > $HOME/fill; echo {}"
+json = true
+"""
+BIG = (b"0123456789abcdef\n" * 62_500)[:1_000_000] + b"end\n"
+
+
+def _full_host_record(db: Path, journal_name: str) -> dict[str, tuple[bytes, object]]:
+    """Each step's recorded output and StepFinished."""
+    store = EventStore(str(db))
+    try:
+        found: dict[str, tuple[bytes, object]] = {}
+        names = {}
+        for rec in store.read(journal_name):
+            event = rec.event
+            if event.type == "StepStarted":
+                names[event.run] = event.step
+                found[event.step] = (b"", None)
+            elif event.type == "OutputChunk":
+                step = names[event.run]
+                found[step] = (found[step][0] + decode(event), None)
+            elif event.type == "StepFinished":
+                step = names[event.run]
+                found[step] = (found[step][0], event)
+        return found
+    finally:
+        store.close()
+
+
+def _check_full_host(said: list[tuple[int, str]], record: dict, target: str) -> None:
+    (big_code, big_err), (fill_code, fill_err), (echo_code, echo_err) = said
+    assert all("Traceback" not in err for _, err in said), said
+    # the output that did not fit: the step failed, saying so, exit 2 (not 255)
+    assert big_code == 2, big_err
+    assert f"the disk of {target} was full when the command ended" in big_err
+    out, finished = record["big"]
+    assert 0 < len(out) < len(BIG) and BIG.startswith(out)  # cut short, and said to be
+    assert finished.status == "failed" and "may be cut short" in finished.reason
+    assert fill_code == 0, fill_err
+    # no room for the spool at all: not run, said so, exit 2, and its end recorded
+    assert echo_code == 2, echo_err
+    assert f"the disk of {target} is full: the run's spool" in echo_err
+    assert "No space left on device" in echo_err and "unreachable" not in echo_err
+    out, finished = record["echo"]
+    assert out == b"" and finished.status == "failed" and finished.exit_code is None
+    assert "could not be written" in finished.reason
+
+
+def test_a_full_disk_on_the_host_is_said_and_not_taken_for_an_unreachable_host(
+    tmp_path: Path,
+) -> None:
+    rb = write_runbook(tmp_path, HEAD + FULL_HOST)
+    db = tmp_path / "journal.db"
+    j = shlex.join([*JOURNAL, "--db", str(db), "--runbook", str(rb)])
+    home = tmp_path / "home"
+    out = _on_small_disk(
+        tmp_path,
+        home,
+        "256k",
+        [
+            f"{j} run step big",
+            f"{j} run probe fill",
+            f"{j} run step echo",
+            f"ls -A {home}/.journal/runs",
+        ],
+    )
+    _check_full_host([_said(out, i) for i in range(3)], _full_host_record(db, "io"), "local")
+    assert (out / "3.out").read_text() == ""  # no spool left behind by the run not started
+
+
+def test_a_full_disk_on_an_ssh_host_is_said_and_not_taken_for_an_unreachable_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real sshd whose sessions see a 256 KiB disk as the user's home (a tmpfs mounted in
+    a mount namespace of its own)."""
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    if os.geteuid() != 0 or home == "/" or tempfile.gettempdir().startswith(home + "/"):
+        pytest.skip("needs root, and a home apart from the temporary folder")
+    ns = _namespace()
+    wrapper = tmp_path / "sshd-on-a-small-disk"
+    mount = f'mount -t tmpfs -o size=256k tmpfs "$0" && exec {sshd_module.SSHD} "$@"'
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.join(ns)} sh -c {shlex.quote(mount)} {home} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sshd_module, "SSHD", str(wrapper))
+    with SshServer("127.0.0.1") as server:
+        client = SshHome([server])
+        try:
+            rb = write_runbook(
+                tmp_path,
+                f'[journal]\nname = "io"\n\n[hosts.far]\nssh = "{server.alias}"\n' + FULL_HOST,
+            )
+            db = tmp_path / "journal.db"
+            said = []
+            for args in (["run", "step", "big"], ["run", "probe", "fill"], ["run", "step", "echo"]):
+                done = journal(*args, db=db, runbook=rb, env=client.env())
+                said.append((done.returncode, text(done.stderr)))
+        finally:
+            client.cleanup()
+    target = f"{client.user}@{server.address}:{server.port}"
+    _check_full_host(said, _full_host_record(db, "io"), target)

@@ -26,6 +26,7 @@ from journal.service.fleet import FleetRun, FleetWatch, HostVerdict, Schedule, r
 from journal.service.heartbeat import heartbeat
 from journal.store import EventStore
 from journal.transport import ConnectFailed, Outcome, Transport, transport_for
+from journal.transport.base import DISK_FULL
 
 R = TypeVar("R")
 
@@ -356,12 +357,14 @@ def connect(transport: Transport, host: Host, append: Append) -> str | None:
 def exit_status(runs: list[StepRun]) -> int:
     """0 when every host succeeded; else the first failure's own exit status (or 124 for a
     timeout, 130 for Ctrl-C and 128 + the signal when journal got SIGTERM or SIGHUP, 255 when
-    the host could not be reached, as ssh does, 1 when the command exited 0 but failed its
-    expectations or printed no figure)."""
+    the host could not be reached, as ssh does, 2 when the host's disk was full for the run's
+    spool, 1 when the command exited 0 but failed its expectations or printed no figure)."""
     for run in runs:
         outcome = run.outcome
         if outcome.ok:
             continue
+        if outcome.cause == DISK_FULL:
+            return 2  # the host's disk: no more "unreachable" than the database's
         if outcome.status == "interrupted":
             # 130 for Ctrl-C; 128 + the signal for one journal itself got (143: SIGTERM)
             asked = re.match(r"interrupted \((SIG[A-Z]+)\)", outcome.reason or "")

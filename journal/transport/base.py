@@ -9,8 +9,10 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
+
+from journal.transport.supervisor import RUNS
 
 #: How long an interrupted command gets after SIGINT before SIGTERM, then SIGKILL.
 INTERRUPT_GRACE_S = 3.0
@@ -38,10 +40,51 @@ class Outcome:
     reason: str | None = None
     #: when the command ended (seconds since the epoch), where its supervisor said
     ended: float | None = None
+    #: what made it fail where no exit status says: :data:`DISK_FULL`
+    cause: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "succeeded"
+
+
+#: The cause of a step that failed for its host's full disk (exit status 2, not 255).
+DISK_FULL = "disk-full"
+#: What a host's tools say (in C's words) when a disk, or the user's quota on it, is full.
+_FULL_SAID = ("No space left on device", "Disk quota exceeded")
+
+
+def not_launched(target: str, run_id: str, said: str, duration: float) -> Outcome:
+    """The outcome of a step whose supervisor did not start on ``target``, its launch having
+    said ``said``: failed for a full disk where the run's spool could not be written; any
+    other reason is raised (a RuntimeError saying it)."""
+    full = [line for line in said.splitlines() if any(f in line for f in _FULL_SAID)]
+    if not full:
+        raise RuntimeError(f"the supervisor did not start on {target}: {said}")
+    return Outcome(
+        "failed",
+        None,
+        duration,
+        None,
+        f"the disk of {target} is full: the run's spool (~/{RUNS}/{run_id}) could not be "
+        f"written ({full[-1].strip()}), so its command was not run; free space there and run "
+        "the step again",
+        cause=DISK_FULL,
+    )
+
+
+def cut_short(outcome: Outcome, target: str) -> Outcome:
+    """``outcome`` of a command that ended with the disk of its host full: its output, as
+    spooled there, may be cut short (and its own writes may have failed), so it failed."""
+    if outcome.status not in ("succeeded", "failed"):
+        return outcome
+    why = (
+        f"the disk of {target} was full when the command ended: its output, spooled in "
+        f"~/{RUNS}, may be cut short, and its own writes may have failed for it; free space "
+        "there and run the step again"
+    )
+    reason = f"{why} ({outcome.reason})" if outcome.reason else why
+    return replace(outcome, status="failed", reason=reason, cause=DISK_FULL)
 
 
 def settle(sink: OutputSink) -> None:

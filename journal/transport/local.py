@@ -29,7 +29,9 @@ from journal.transport.base import (
     OutputSink,
     Stopper,
     Transport,
+    cut_short,
     detached,
+    not_launched,
     settle,
     shell_script,
 )
@@ -117,15 +119,11 @@ class LocalTransport(Transport):
     ) -> Outcome:
         stopper = Stopper(cancel, timeout)
         started = time.monotonic()
-        self._launch(run_id, shell_script(command, env, cwd))
-        return self.follow(run_id, sink, stopper, {}, detach=detach, started=started)
-
-    def _launch(self, run_id: str, script: str) -> None:
-        done = self._shell(supervisor.launch(run_id), script.encode())
+        done = self._shell(supervisor.launch(run_id), shell_script(command, env, cwd).encode())
         if done.returncode != 0:
-            raise RuntimeError(
-                f"the supervisor did not start: {done.stderr.decode(errors='replace').strip()}"
-            )
+            said = done.stderr.decode(errors="replace").strip()
+            return not_launched(self.target, run_id, said, time.monotonic() - started)
+        return self.follow(run_id, sink, stopper, {}, detach=detach, started=started)
 
     def follow(
         self,
@@ -183,7 +181,8 @@ class LocalTransport(Transport):
         settle(sink)  # recorded, all of it: then the spool may go
         shutil.rmtree(folder, ignore_errors=True)
         ended = float(words[1]) if len(words) > 1 and words[1].isdigit() else None
-        return replace(stopper.outcome(code, time.monotonic() - began), ended=ended)
+        outcome = replace(stopper.outcome(code, time.monotonic() - began), ended=ended)
+        return cut_short(outcome, self.target) if "full" in words[2:] else outcome
 
 
 def _left(run_id: str) -> str:

@@ -31,7 +31,9 @@ from journal.transport.base import (
     OutputSink,
     Stopper,
     Transport,
+    cut_short,
     detached,
+    not_launched,
     settle,
     shell_script,
 )
@@ -265,7 +267,10 @@ class SshTransport(Transport):
             if script is not None:
                 sent = script.encode()
                 chan.exec_command(supervisor.launch_and_follow(run_id, len(sent)))
-                chan.sendall(sent)
+                try:
+                    chan.sendall(sent)
+                except (OSError, EOFError, paramiko.SSHException):
+                    pass  # the launch ended before it took the whole script: it says why
             else:
                 chan.exec_command(supervisor.follow(run_id, pos["stdout"], pos["stderr"]))
             try:
@@ -297,16 +302,15 @@ class SshTransport(Transport):
             finally:
                 chan.close()
             if script is not None and frames.pid is None and transport.is_active():
-                raise RuntimeError(
-                    f"the supervisor did not start on {self.target}: "
-                    f"{_stderr(chan).decode(errors='replace').strip()}"
-                )
+                said = _stderr(chan).decode(errors="replace").strip()
+                return not_launched(self.target, run_id, said, time.monotonic() - began)
             script = None  # launched; what is left is following
             if frames.gone:
                 return Outcome("gone", None, 0.0, None, f"no spool of the run on {self.target}")
             if frames.rc is not None:
                 outcome = stopper.outcome(frames.rc, time.monotonic() - began)
-                return replace(outcome, ended=frames.ended)
+                outcome = replace(outcome, ended=frames.ended)
+                return cut_short(outcome, self.target) if frames.full else outcome
 
 
 def _stderr(chan: paramiko.Channel) -> bytes:

@@ -7,8 +7,9 @@ Each step run has a folder on its host, ``~/.journal/runs/RUN``:
   as the command starts: the env's values are never in a process's argv);
 - ``out`` and ``err``: what it prints, spooled byte for byte;
 - ``pid``: the process group of the command (it runs in a session of its own);
-- ``rc``: its exit status and the time it ended (seconds since the epoch), written (whole,
-  by a rename) when it ends.
+- ``rc``: its exit status and the time it ended (seconds since the epoch), then ``full``
+  when the host's disk was full as it ended (its output may be cut short), written (whole,
+  by a rename, into room made at launch) when it ends.
 
 :func:`launch` starts it detached from journal's session: a supervisor shell in a new
 session starts the command in another, waits for it and writes ``rc``. Signals for stopping
@@ -32,6 +33,11 @@ RUNS = ".journal/runs"
 FOLLOW_S = 0.05
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+#: Newlines written at launch where ``pid`` and ``rc`` will be: the supervisor writes them in
+#: place (``1<>``, no block to allocate), so a disk that fills up while the command runs cannot
+#: keep them from being written (journal would wait for ``rc`` forever); ``$(cat)`` and
+#: ``split()`` drop the newlines left over.
+_ROOM = "printf '" + "\\n" * 32 + "'"
 
 
 def folder(run_id: str) -> str:
@@ -52,26 +58,32 @@ def launch(run_id: str, size: int | None = None) -> str:
     ended it). Signals for stopping go to the command's group, so the supervisor lives on to
     write ``rc``."""
     d = folder(run_id)
+    # A disk full when the command ends may have cut its output short: ``full`` says so. The
+    # supervisor holds the script open (fd 3, not the command's) until it has looked, so the
+    # space the script took (freed once it is removed and closed) does not hide a full disk.
     supervise = (
-        'set -m; d=$1; "$2" "$d/script" > "$d/out" 2> "$d/err" < /dev/null & p=$!; '
-        'echo $p > "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid"; '
-        'wait $p; echo "$? $(date +%s)" > "$d/rc.tmp" && mv "$d/rc.tmp" "$d/rc"'
+        'set -m; d=$1; exec 3< "$d/script"; '
+        '"$2" "$d/script" 3<&- > "$d/out" 2> "$d/err" < /dev/null & p=$!; '
+        'printf %s $p 1<> "$d/pid.tmp" && mv "$d/pid.tmp" "$d/pid"; '
+        'wait $p; s=$?; f=; { printf x > "$d/room"; } 2> /dev/null || f=" full"; '
+        'exec 3<&-; rm -f "$d/room"; '
+        'printf "%s %s%s" $s "$(date +%s)" "$f" 1<> "$d/rc.tmp" && mv "$d/rc.tmp" "$d/rc"'
     )
     start = f'{shlex.quote(supervise)} supervisor "$d" "$b" > /dev/null 2>&1 < /dev/null'
+    script = "cat" if size is None else f"head -c {int(size)}"
     return "\n".join(
         [
             f"d={d}",
-            'mkdir -p -m 700 "$d" || exit 111',
-            # the script is the first ``size`` bytes of stdin (the rest is the follow loop's);
-            # it holds the step's env, so it is the owner's alone and removes itself as it
-            # starts: no value of it is in any process's argv, nor on disk while it runs
             "umask 077",
-            (
-                '{ printf \'rm -f -- "$0"\\n\'; cat; } > "$d/script" || exit 111'
-                if size is None
-                else f'{{ printf \'rm -f -- "$0"\\n\'; head -c {int(size)}; }} > "$d/script" '
-                "|| exit 111"
-            ),
+            # the run's folder; its script, the first ``size`` bytes of stdin (the rest is the
+            # follow loop's), which holds the step's env, so it is the owner's alone and
+            # removes itself as it starts (no value of it is in any process's argv, nor on
+            # disk while it runs); and the room ``pid`` and ``rc`` are written into. Where
+            # that cannot be written (a full disk), the host says why in C's words and the
+            # folder goes.
+            f'if ! (export LC_ALL=C; mkdir -p -m 700 "$d" && '
+            f'{{ printf \'rm -f -- "$0"\\n\'; {script}; }} > "$d/script" && '
+            f'{_ROOM} > "$d/pid.tmp" && {_ROOM} > "$d/rc.tmp"); then rm -rf "$d"; exit 111; fi',
             "b=$(command -v bash) || b=sh",
             f'if setsid -f true 2>/dev/null; then setsid -f "$b" -c {start}; '
             f'else setsid "$b" -c {start} & fi',
@@ -138,6 +150,8 @@ class Frames:
         self.gone = False
         self.pid: int | None = None
         self.ended: float | None = None
+        #: the host's disk was full when the command ended: its spool may be cut short
+        self.full = False
 
     def feed(self, data: bytes) -> Iterator[tuple[str, bytes]]:
         """The (stream, bytes) pieces ``data`` completes; ``rc`` / ``gone`` once seen."""
@@ -161,8 +175,9 @@ class Frames:
                     self._left = ("stdout" if header[0] == "out" else "stderr", int(header[1]))
             elif len(header) >= 2 and header[0] == "rc":
                 self.rc = int(header[1]) if header[1].lstrip("-").isdigit() else None
-                if len(header) == 3 and header[2].isdigit():
+                if len(header) >= 3 and header[2].isdigit():
                     self.ended = float(header[2])
+                self.full = "full" in header[3:]
             elif len(header) == 2 and header[0] == "pid" and header[1].isdigit():
                 self.pid = int(header[1])
             elif header == ["gone"]:
