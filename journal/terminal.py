@@ -108,3 +108,34 @@ def clean_chunks(chunks: list[str]) -> tuple[str, list[int]]:
     if pending:
         out.append(clean("".join(pending)))
     return "".join(out), starts
+
+
+#: What a terminal obeys instead of showing: the C0 controls but tab and newline, DEL, and the
+#: C1 controls (``\x9b`` is an 8-bit CSI, ``\x9d`` an OSC).
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: The same in UTF-8 bytes, but for the colour (SGR) sequences, which group 1 keeps, and ``\r``.
+CONTROL_BYTES = re.compile(rb"(\x1b\[[0-9;:]*m)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` as it may be printed to a terminal: each control character (ESC, BEL, ``\\r``,
+    the 8-bit CSI ...; tab and newline aside) written as its visible escape, ``\\x1b``,
+    instead of being obeyed. Recorded host output is not trusted: an evidence line holding
+    ``\\x1b]0;pwned\\x07`` would set the window title, ``\\x1b[2J`` clear the screen."""
+    if not CONTROL.search(text):
+        return text
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def visible_output(data: bytes) -> bytes:
+    """A program's recorded output as it may be printed to a terminal: its colours (SGR
+    sequences), tabs, newlines and ``\\r`` redraws kept, every other control character or
+    escape sequence written as its visible escape, as :func:`visible` does."""
+
+    def shown(match: re.Match[bytes]) -> bytes:
+        if match.group(1):
+            return match.group(1)
+        code = match.group()[-1]
+        return f"\\x{code:02x}".encode()
+
+    return CONTROL_BYTES.sub(shown, data)

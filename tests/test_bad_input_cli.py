@@ -3,13 +3,16 @@ traceback, and nothing recorded."""
 
 from __future__ import annotations
 
+import os
+import pty
 import sqlite3
+import subprocess
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import journal, no_traceback, text, write_runbook
+from tests.helpers import JOURNAL, drain_pty, journal, no_traceback, text, write_runbook
 
 HEAD = '[journal]\nname = "bad"\n\n[hosts.here]\nssh = "local"\n\n'
 STEP = '[[steps]]\nname = "s"\nrun = "true"\n'
@@ -232,3 +235,60 @@ def test_without_re2_every_pattern_runs_within_the_time_limit(
     assert userregex.find_named(regex, "tok: 42\n", 10) == [("tok", "42", 5)]
     with pytest.raises(userregex.RegexTimeout, match=r"ran past its 0\.5 s limit"):
         userregex.find_named(regex, "tok: 42\n" + "a" * 40 + "b", 10, limit=0.5)
+
+
+# A CUDA error that the no-kernel-image pitfall quotes as its evidence, holding what would
+# set the terminal's title, clear its screen and ring its bell if it were printed as it is.
+HOSTILE = (
+    "RuntimeError: CUDA error: no kernel image is available for execution on the device "
+    "\\\\033]0;pwned\\\\007 \\\\033[2J bell\\\\007 8-bit CSI \\\\302\\\\233"
+)
+RAW = (b"\x1b", b"\x07", b"\xc2\x9b")
+
+
+def test_listing_recorded_host_text_shows_its_control_characters_as_escapes(
+    tmp_path: Path,
+) -> None:
+    rb = write_runbook(
+        tmp_path,
+        HEAD + f'[[steps]]\nname = "s"\nrun = "printf \'{HOSTILE}\\\\n\'; exit 1"\n'
+        "snapshots = false\n",
+    )
+    db = tmp_path / "journal.db"
+    ran = journal("run", "step", "s", db=db, runbook=rb)
+    assert ran.returncode == 1 and b"\x1b]0;pwned\x07" in ran.stdout  # live, as printed
+    assert "pitfall no-kernel-image" in text(ran.stderr)
+    note = "swapped \x1b]0;pwned\x07 the \x1b[2J driver"
+    assert journal("note", note, db=db, runbook=rb).returncode == 0
+    shown = {
+        "run step's verdicts": ran.stderr,
+        "pitfalls": journal("pitfalls", db=db, runbook=rb).stdout,
+        "log": journal("log", db=db, runbook=rb).stdout,
+    }
+    for what, out in shown.items():
+        assert not any(raw in out for raw in RAW), (what, out)
+    assert "bell\\x07" in text(shown["pitfalls"]), text(shown["pitfalls"])
+    assert "swapped \\x1b]0;pwned\\x07 the \\x1b[2J driver" in text(shown["log"])
+
+
+def test_log_output_in_a_terminal_keeps_colours_and_shows_other_escapes(tmp_path: Path) -> None:
+    rb = write_runbook(
+        tmp_path,
+        HEAD + '[[steps]]\nname = "s"\nrun = "printf \'\\\\033[31mred\\\\033[0m '
+        "\\\\033]0;pwned\\\\007 \\\\033[2J'\"\nsnapshots = false\n",
+    )
+    db = tmp_path / "journal.db"
+    assert journal("run", "step", "s", db=db, runbook=rb).returncode == 0
+    piped = journal("log", "--output", db=db, runbook=rb).stdout
+    assert b"\x1b[31mred\x1b[0m \x1b]0;pwned\x07 \x1b[2J" in piped  # the bytes, as recorded
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*JOURNAL, "--db", str(db), "--runbook", str(rb), "log", "--output"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = drain_pty(master, proc, 60)
+    assert b"\x1b[31mred\x1b[0m" in seen
+    assert b"\\x1b]0;pwned\\x07 \\x1b[2J" in seen and b"\x07" not in seen

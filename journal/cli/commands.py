@@ -17,6 +17,7 @@ from journal.events import NoteAdded
 from journal.paths import make_folder, output_file, write_file
 from journal.projections.progress import progress
 from journal.runbook import TEMPLATE, parse
+from journal.terminal import visible_output
 
 # journal.service (Fabric, SQLAlchemy) is imported inside the commands that run steps, so a
 # command refused for bad input answers at once instead of after the heavy imports.
@@ -258,13 +259,15 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
     journal = ctx.read_journal()
     store = ctx.store
     timeline = _timeline(ctx, journal)
+    # Output is printed as it was recorded; to a terminal with only its colours obeyed (a
+    # title, a cleared screen, a cursor move are shown as escapes, not done).
+    shown = visible_output if sys.stdout.isatty() else bytes
     if args.output:
         for run in timeline.step_runs():
             print(render.run_line(run, command=False))
             sys.stdout.flush()
-            sys.stdout.buffer.write(
-                render.output_bytes(store.read(journal, run_id=run.run_id, types=["OutputChunk"]))
-            )
+            chunks = store.read(journal, run_id=run.run_id, types=["OutputChunk"])
+            sys.stdout.buffer.write(shown(render.output_bytes(chunks)))
             sys.stdout.flush()
     else:
         print(render.timeline_text(timeline))
@@ -279,7 +282,7 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
         while True:
             for rec in store.read(journal, after=last):
                 last = rec.seq
-                sys.stdout.buffer.write(render.event_text(rec, runs))
+                sys.stdout.buffer.write(shown(render.event_text(rec, runs)))
             sys.stdout.flush()
             time.sleep(0.2)
     except KeyboardInterrupt:

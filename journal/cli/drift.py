@@ -27,6 +27,7 @@ from journal.projections.drift import (
     fold,
     runbook_groups,
 )
+from journal.terminal import visible
 
 #: Widest a value is shown in the table (the lines below it spell it out in full).
 CELL_WIDTH = 30
@@ -75,7 +76,7 @@ def drift(ctx: Context, args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(as_json(report), indent=2, ensure_ascii=False))
     else:
-        print(text(report))
+        print(visible(text(report)))  # the values were read on the hosts
     return 1 if report.drifts else 0
 
 

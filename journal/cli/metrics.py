@@ -9,6 +9,7 @@ from journal.cli import render
 from journal.cli.context import Context
 from journal.errors import BadInput
 from journal.projections.timeline import MetricView, Timeline
+from journal.terminal import visible
 
 
 def labels_of(values: list[str]) -> dict[str, str]:
@@ -55,7 +56,7 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         for metric in view.metrics if view else []:
             print(f"journal:   {_line(metric, comparisons)}", file=sys.stderr)
         for skipped in bench.skipped:
-            print(f"journal:   skipped: {skipped}", file=sys.stderr)
+            print(f"journal:   skipped: {visible(skipped)}", file=sys.stderr)
     from journal.cli.commands import say_findings
 
     say_findings(ctx.store, runbook.name, [b.run.run_id for b in runs])

@@ -9,13 +9,15 @@ from pathlib import Path
 
 from journal.cli.context import Context
 from journal.pitfalls.base import Finding
+from journal.terminal import visible
 
 LABEL = {"error": "ERROR  ", "warning": "WARNING", "info": "INFO   "}
 
 
 def finding_text(found: Finding, where: str = "", with_key: bool = False) -> str:
     """A finding as a few lines: severity, id, where, state; title; evidence; advice; and,
-    in a journal, the key that `journal pitfalls ack` takes."""
+    in a journal, the key that `journal pitfalls ack` takes. Control characters of the
+    evidence (host output, a pasted transcript) are made visible, not obeyed."""
     place = where or (f"{found.step} on {found.host} (run {found.run})" if found.run else "")
     state = "" if found.is_open else f"  [{found.state.upper()}]"
     lines = [f"{LABEL[found.severity]} {found.id}  {place}{state}", f"        {found.title}"]
@@ -32,12 +34,14 @@ def finding_text(found: Finding, where: str = "", with_key: bool = False) -> str
         lines.append(f"        acknowledged by {ack.by} at {ack.at}: {ack.note}")
     if with_key:
         lines.append(f"        key: {found.key}")
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def one_line(found: Finding) -> str:
     """The run-time verdict: id, severity and advice on one line."""
-    return f"pitfall {found.id} ({found.severity}) on {found.host}: {found.title} -> {found.advice}"
+    return visible(
+        f"pitfall {found.id} ({found.severity}) on {found.host}: {found.title} -> {found.advice}"
+    )
 
 
 def pitfalls(ctx: Context, args: argparse.Namespace) -> int:

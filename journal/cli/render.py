@@ -1,4 +1,8 @@
-"""Plain-text rendering of timelines and plan progress for the terminal."""
+"""Plain-text rendering of timelines and plan progress for the terminal. What a host printed
+is not trusted: every view returned has its control characters made visible
+(:func:`journal.terminal.visible`), so that listing it cannot set the terminal's title or
+clear its screen; a step's output itself (`journal log --output`) is printed as it was.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from journal.projections.timeline import (
     StepRunView,
     Timeline,
 )
+from journal.terminal import visible
 
 MARK = {
     "succeeded": "ok  ",
@@ -57,7 +62,7 @@ def run_line(run: StepRunView, command: bool = True) -> str:
         line += f"\n{PAD}$ {first_line(run.command)}"
     if run.reason:
         line += f"\n{PAD}{run.reason}"
-    return line
+    return visible(line)
 
 
 def timeline_text(timeline: Timeline) -> str:
@@ -84,7 +89,7 @@ def timeline_text(timeline: Timeline) -> str:
                 f"{when(item.ts)}  accepted the new host key of {item.host} ({item.target}): "
                 f"{item.key_type} {item.fingerprint}"
             )
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def metric_line(metric: MetricView) -> str:
@@ -93,7 +98,7 @@ def metric_line(metric: MetricView) -> str:
     where = f" on {metric.host}" if metric.host else ""
     how = " [entered by hand]" if metric.source == "manual" else ""
     bad = f" [NOT TRUSTED: {metric.invalid}]" if metric.invalid else ""
-    return (
+    return visible(
         f"{metric.name} = {figure(metric.value, metric.unit)}"
         f"{f' ({labels})' if labels else ''}{where}{how}{bad}"
     )
@@ -159,30 +164,36 @@ def progress_text(
             lines.append(f"  {summary('torch-env', probe.result)} (probed {when(probe.ts)})")
         elif timeline is not None:
             lines.append("  stack not probed yet: `journal run probe torch-env`")
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def event_text(rec: Recorded, runs: dict[str, tuple[str, str]]) -> bytes:
-    """One event as `journal log --follow` prints it as it arrives."""
+    """One event as `journal log --follow` prints it as it arrives: output as it was printed,
+    journal's lines with their control characters made visible."""
+    event = rec.event
+    if isinstance(event, OutputChunk):
+        return decode(event)
+    return visible(_event_line(rec, runs)).encode()
+
+
+def _event_line(rec: Recorded, runs: dict[str, tuple[str, str]]) -> str:
     event = rec.event
     if isinstance(event, StepStarted):
         runs[event.run] = (event.step, event.host_name)
         head = f"{when(rec.ts)}  ==> {event.step} on {event.host_name}"
-        return f"{head}: $ {first_line(event.command)}\n".encode()
-    if isinstance(event, OutputChunk):
-        return decode(event)
+        return f"{head}: $ {first_line(event.command)}\n"
     if isinstance(event, StepFinished):
         step, host = runs.get(event.run, ("?", event.host_name))
         code = "" if event.exit_code is None else f" exit {event.exit_code}"
         reason = f" ({event.reason})" if event.reason else ""
-        return f"{when(rec.ts)}  <== {step} on {host}: {event.status}{code}{reason}\n".encode()
+        return f"{when(rec.ts)}  <== {step} on {host}: {event.status}{code}{reason}\n"
     if isinstance(event, NoteAdded):
-        return f"{when(rec.ts)}  note: {event.text}\n".encode()
+        return f"{when(rec.ts)}  note: {event.text}\n"
     if isinstance(event, MetricRecorded):
         value = figure(event.value, event.unit)
         where = f" on {event.host_name}" if event.host_name else ""
-        return f"{when(rec.ts)}  metric {event.name} = {value}{where}\n".encode()
-    return b""
+        return f"{when(rec.ts)}  metric {event.name} = {value}{where}\n"
+    return ""
 
 
 def verdict(run) -> str:  # type: ignore[no-untyped-def]
@@ -192,7 +203,7 @@ def verdict(run) -> str:  # type: ignore[no-untyped-def]
     reason = f": {outcome.reason}" if outcome.reason else ""
     mark = MARK.get(outcome.status, outcome.status).strip() or "-"
     took = seconds(outcome.duration)
-    return (
+    return visible(
         f"journal: [{mark}] {run.step} on {run.host} {outcome.status}{code} in {took}{reason} "
         f"(run {run.run_id})"
     )
