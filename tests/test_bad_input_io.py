@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from journal.events import StepStarted
 from journal.recorder import decode
 from journal.store import EventStore
 from tests import sshd as sshd_module
@@ -293,3 +294,39 @@ def test_a_full_disk_on_an_ssh_host_is_said_and_not_taken_for_an_unreachable_hos
             client.cleanup()
     target = f"{client.user}@{server.address}:{server.port}"
     _check_full_host(said, _full_host_record(db, "io"), target)
+
+
+def _long_script(lines: int) -> str:
+    """A script of ``lines`` lines of 63 bytes, then one that says it was reached."""
+    return "".join(f": {'a' * 50} {i:09d}\n" for i in range(lines)) + "echo tail-reached\n"
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+def test_a_step_whose_script_is_longer_than_arg_max_runs_whole(
+    tmp_path: Path, where: str, request: pytest.FixtureRequest
+) -> None:
+    """A 3.5 MB `run`, over ARG_MAX (2 MB) and the 128 KiB of one argument: the supervisor
+    takes the script on its standard input, so it runs, whole, locally and over real SSH."""
+    script = _long_script(60_000)
+    assert len(script) > 3_500_000
+    env = None
+    host = 'ssh = "local"'
+    if where == "ssh":
+        server = request.getfixturevalue("sshd")
+        env = request.getfixturevalue("ssh_home").env()
+        host = f'ssh = "{server.alias}"'
+    rb = write_runbook(
+        tmp_path,
+        f'[journal]\nname = "io"\n\n[hosts.h]\n{host}\n\n'
+        f'[[steps]]\nname = "long"\nrun = """{script}"""\n',
+    )
+    db = tmp_path / "journal.db"
+    done = journal("run", "step", "long", db=db, runbook=rb, env=env)
+    assert done.returncode == 0 and no_traceback(done), text(done.stderr)
+    assert done.stdout == b"tail-reached\n"
+    store = EventStore(str(db))
+    try:
+        (started,) = [r.event for r in store.read("io", types=[StepStarted.type])]
+        assert started.command == script  # recorded whole
+    finally:
+        store.close()
