@@ -1,4 +1,5 @@
-"""Regexes the runbook supplies, run on what a host printed: neither is trusted, and a
+"""Regexes the runbook supplies (a benchmark's ``pattern``, a probe's ``capture``), run on
+what a host printed: neither is trusted, and a
 backtracking engine takes exponential time on a pattern like ``(a+)+$`` against ``"a" * 40 +
 "b"`` (minutes, hours: a hang).
 
@@ -53,8 +54,9 @@ class UserRegex:
 
     pattern: str
     engine: str
-    #: Its named groups and their numbers.
+    #: Its named groups and their numbers, and how many groups it has.
     groupindex: dict[str, int] = field(default_factory=dict)
+    groups: int = 0
     compiled: Any = None
 
 
@@ -72,31 +74,41 @@ def compile_user(pattern: str, flags: int = re.M) -> UserRegex:
             pass
         else:
             if dict(fast.groupindex) == dict(checked.groupindex):
-                return UserRegex(pattern, "re2", dict(fast.groupindex), fast)
-    return UserRegex(pattern, "re", dict(checked.groupindex), checked)
+                return UserRegex(pattern, "re2", dict(fast.groupindex), checked.groups, fast)
+    return UserRegex(pattern, "re", dict(checked.groupindex), checked.groups, checked)
 
 
-def find_named(regex: UserRegex, text: str, most: int, limit: float = TIME_LIMIT_S) -> Found:
-    """Each named group of each of the first ``most`` matches of ``regex`` in ``text``;
-    RegexTimeout once Python's engine has run ``limit`` seconds on it (RE2 needs no limit)."""
+def find_named(
+    regex: UserRegex,
+    text: str,
+    most: int,
+    limit: float = TIME_LIMIT_S,
+    groups: dict[str, int] | None = None,
+) -> Found:
+    """Each named group (or each of ``groups``: name -> number) of each of the first ``most``
+    matches of ``regex`` in ``text``; RegexTimeout once Python's engine has run ``limit``
+    seconds on it (RE2 needs no limit)."""
+    wanted = regex.groupindex if groups is None else groups
     if regex.engine == "re2" or not hasattr(os, "fork"):
-        return _collect(regex, text, most)
-    return _in_child(regex, text, most, limit)
+        return _collect(regex, text, most, wanted)
+    return _in_child(regex, text, most, limit, wanted)
 
 
-def _collect(regex: UserRegex, text: str, most: int) -> Found:
+def _collect(regex: UserRegex, text: str, most: int, groups: dict[str, int]) -> Found:
     found: Found = []
     for count, match in enumerate(regex.compiled.finditer(text)):
         if count >= most:
             break
-        for name, index in regex.groupindex.items():
+        for name, index in groups.items():
             value = match.group(index)
             if value is not None:
                 found.append((name, value, match.start(index)))
     return found
 
 
-def _in_child(regex: UserRegex, text: str, most: int, limit: float) -> Found:
+def _in_child(
+    regex: UserRegex, text: str, most: int, limit: float, groups: dict[str, int]
+) -> Found:
     """:func:`_collect` in a forked child (it has the text already: nothing is copied to it),
     its findings sent back as JSON through a pipe; the child is killed at ``limit``."""
     reader, writer = os.pipe()
@@ -105,7 +117,7 @@ def _in_child(regex: UserRegex, text: str, most: int, limit: float) -> Found:
         code = 1
         try:
             os.close(reader)
-            data = json.dumps(_collect(regex, text, most)).encode()
+            data = json.dumps(_collect(regex, text, most, groups)).encode()
             while data:
                 data = data[os.write(writer, data) :]
             code = 0

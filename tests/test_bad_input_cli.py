@@ -3,6 +3,8 @@ traceback, and nothing recorded."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import pty
 import sqlite3
@@ -292,3 +294,19 @@ def test_log_output_in_a_terminal_keeps_colours_and_shows_other_escapes(tmp_path
     seen = drain_pty(master, proc, 60)
     assert b"\x1b[31mred\x1b[0m" in seen
     assert b"\\x1b]0;pwned\\x07 \\x1b[2J" in seen and b"\x07" not in seen
+
+
+def test_a_probe_capture_past_its_time_limit_is_unavailable_saying_so(tmp_path: Path) -> None:
+    quick = "driver ([0-9.]+)|(?:a+)+$"  # catastrophic for a backtracking engine, not for RE2
+    slow = "^((?:a+)+)(?=c)"  # a lookahead: RE2 refuses it, so re runs it within the limit
+    rb = write_runbook(
+        tmp_path,
+        HEAD + "[probes.smi]\nrun = \"printf 'driver 580.1\\\\n" + "a" * 40 + "b\\\\n'\"\n"
+        f"capture = {{ driver = '{quick}', stuck = '{slow}' }}\n",
+    )
+    done = journal("run", "probe", "smi", "--json", db=tmp_path / "journal.db", runbook=rb)
+    assert done.returncode == 0 and no_traceback(done), text(done.stderr)
+    result = json.loads(done.stdout)["here"]
+    if importlib.util.find_spec("re2") is not None:
+        assert result["driver"] == "580.1"
+    assert f"the pattern {slow!r} ran past its 5 s limit" in result["stuck"]["unavailable"]

@@ -9,10 +9,12 @@ A runbook adds its own as ``[probes.NAME]`` with a shell ``run`` and either ``js
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from journal.userregex import UserRegex
 
 #: The built-in probes: name -> the script under scripts/ that the target python runs.
 BUILTIN: dict[str, str] = {"packages": "packages.py", "torch-env": "torch_env.py"}
@@ -27,7 +29,7 @@ class ProbeSpec:
     script: str | None = None
     run: str | None = None
     json: bool = False
-    capture: dict[str, re.Pattern[str]] = field(default_factory=dict)
+    capture: dict[str, UserRegex] = field(default_factory=dict)
     expect: dict[str, Any] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT_S
     args: tuple[str, ...] = ()

@@ -12,6 +12,7 @@ from typing import Any
 from journal.probes import ProbeSpec
 from journal.redact import Redactor
 from journal.transport.base import Transport
+from journal.userregex import RegexTimeout, find_named
 
 #: A probe printing more than this is cut: results are small JSON, not logs.
 CAPTURE_LIMIT = 64 * 1024 * 1024
@@ -67,10 +68,14 @@ def read_result(spec: ProbeSpec, stdout: bytes, stderr: bytes) -> dict[str, Any]
     text = stdout.decode("utf-8", "replace") + "\n" + stderr.decode("utf-8", "replace")
     result: dict[str, Any] = {}
     for field, pattern in spec.capture.items():
-        match = pattern.search(text)
+        try:
+            found = find_named(pattern, text, 1, groups={field: 1})
+        except RegexTimeout as exc:
+            result[field] = {"unavailable": str(exc)}
+            continue
         result[field] = (
-            match.group(1).strip()
-            if match
+            found[0][1].strip()
+            if found
             else {"unavailable": f"the output has no match for /{pattern.pattern}/"}
         )
     return result
@@ -99,8 +104,11 @@ def run_probe(
         why = outcome.reason or _tail(stderr or stdout)
         return ProbeOutcome(spec.name, None, f"the probe {outcome.status}{code}: {why}", seconds)
     try:
-        return ProbeOutcome(spec.name, read_result(spec, stdout, stderr), None, seconds)
+        result = read_result(spec, stdout, stderr)
     except ValueError as exc:  # JSONDecodeError is a ValueError
         return ProbeOutcome(
             spec.name, None, f"the probe printed no JSON object ({exc}): {_tail(stdout)}", seconds
         )
+    # a string under a secret-named key masked whole before anything (an expectation, a
+    # summary) reads the result: "db_password", a captured api_token, env.HF_TOKEN
+    return ProbeOutcome(spec.name, redactor.value(result, f"probe {spec.name}"), None, seconds)

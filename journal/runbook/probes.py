@@ -12,6 +12,7 @@ from typing import Any
 
 from journal.probes import BUILTIN, DEFAULT_TIMEOUT_S, ProbeSpec
 from journal.runbook.checker import _Checker, suggest
+from journal.userregex import UserRegex, compile_user
 
 PROBE_KEYS = {"run", "json", "capture", "expect", "timeout", "import_torch", "description"}
 
@@ -72,12 +73,13 @@ def _builtin(
     return ProbeSpec(name, script=BUILTIN[name], expect=expect, timeout=timeout, args=args)
 
 
-def _capture(check: _Checker, key: str, pattern: Any) -> re.Pattern[str]:
-    """A ``capture`` regex, compiled: valid, with exactly one group (the value captured)."""
+def _capture(check: _Checker, key: str, pattern: Any) -> UserRegex:
+    """A ``capture`` regex, compiled (see :mod:`journal.userregex`): valid, with exactly one
+    group (the value captured)."""
     if not isinstance(pattern, str):
         raise check.fail(key, "expected a regex string")
     try:
-        compiled = re.compile(pattern, re.M)
+        compiled = compile_user(pattern, re.M)
     except re.error as exc:
         raise check.fail(key, f"not a valid regex: {exc}") from None
     if compiled.groups != 1:
