@@ -4,8 +4,10 @@ journal exits), no traceback, and nothing recorded before lost or changed."""
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
+import re
 import shlex
 import sqlite3
 import subprocess
@@ -17,6 +19,7 @@ import pytest
 from journal.events import StepStarted
 from journal.recorder import decode
 from journal.store import EventStore
+from journal.web import create_app
 from tests import sshd as sshd_module
 from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
 from tests.sshd import SshHome, SshServer
@@ -330,3 +333,44 @@ def test_a_step_whose_script_is_longer_than_arg_max_runs_whole(
         assert started.command == script  # recorded whole
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "last_id",
+    ["9" * 10_000, "99999999999999999999999", "9223372036854775808", "-5", "junk", "²", ""],
+)
+def test_a_last_event_id_that_is_no_sequence_number_is_ignored(
+    tmp_path: Path, last_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What a reconnecting browser needs is the stream going on: a bad ``Last-Event-ID`` (or
+    ``?after``) is ignored, the stream starting where the page's ``?after`` says (here the
+    start), never a 500 nor a traceback in the log (a 400 would end the EventSource)."""
+    rb = write_runbook(
+        tmp_path,
+        HEAD + '[[steps]]\nname = "s"\nrun = "echo $((40 + 2))-first; echo $((40 + 3))-second"\n'
+        "snapshots = false\n",
+    )
+    db = tmp_path / "journal.db"
+    assert journal("run", "step", "s", db=db, runbook=rb).returncode == 0
+    store = EventStore(str(db))
+    try:
+        (run,) = [r.event.run for r in store.read("io", types=[StepStarted.type])]
+    finally:
+        store.close()
+    app = create_app({"DB": str(db), "TESTING": False, "LIVE_TIMELINE_S": 0.2})
+    client = app.test_client()
+    caplog.set_level(logging.ERROR)
+    for url in (f"/j/io/run/{run}/live", f"/j/io/run/{run}/live?after={last_id}"):
+        response = client.get(url, headers={"Last-Event-ID": last_id})
+        body = response.get_data(as_text=True)
+        assert response.status_code == 200, body[:500]
+        assert "event: lines" in body and "42-first" in body and "43-second" in body  # all
+        assert "event: done" in body
+    response = client.get("/j/io/live", headers={"Last-Event-ID": last_id})
+    assert response.status_code == 200 and "event: items" in response.get_data(as_text=True)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # a good id still resumes after what was sent: no line twice
+    newest = re.search(r"^id: (\d+)$", body, re.M)
+    assert newest is not None
+    again = client.get(f"/j/io/run/{run}/live", headers={"Last-Event-ID": newest.group(1)})
+    assert "event: done" in (resumed := again.get_data(as_text=True)) and "42-first" not in resumed

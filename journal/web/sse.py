@@ -35,14 +35,29 @@ def message(event: str, data: str, id: int | None = None) -> str:
     return head + f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
 
 
+#: The largest sequence number there can be (a signed 64-bit integer, as the databases keep it).
+MAX_SEQ = 2**63 - 1
+
+
 def after_seq() -> int:
     """Where a stream starts: after ``?after=SEQ``, or after the ``Last-Event-ID`` a
-    reconnecting browser sends, whichever is newer."""
-    after = request.args.get("after", 0, type=int)
-    last = request.headers.get("Last-Event-ID", "").strip()
-    if last.isdigit():
-        after = max(after, int(last))
-    return max(after, 0)
+    reconnecting browser sends, whichever is newer.
+
+    Either is only ever an id this server sent; one that is not a sequence number (junk, a
+    negative, a number of 10,000 digits or past any sequence) is ignored rather than refused:
+    a 400 would make the browser's EventSource give up for good, and the page's own
+    ``?after`` still says where it stands, so the stream goes on without a line twice."""
+    return max(_seq(request.args.get("after")), _seq(request.headers.get("Last-Event-ID")))
+
+
+def _seq(text: str | None) -> int:
+    """A sequence number as a client sent it (ASCII digits, at most :data:`MAX_SEQ`); 0, the
+    start, for anything else."""
+    text = (text or "").strip()
+    if not text.isascii() or not text.isdigit() or len(text) > len(str(MAX_SEQ)):
+        return 0
+    value = int(text)
+    return value if value <= MAX_SEQ else 0
 
 
 def event_stream(poll: Poll, lifetime_s: float) -> Response:
