@@ -3,6 +3,10 @@
 Complete lines are flushed at least every ``FLUSH_S`` seconds and whenever a stream holds
 ``MAX_CHUNK`` bytes, so a recorder killed mid-step loses at most the last fraction of a second,
 and a 100 MB log costs a few hundred events, not millions.
+
+A secret is redacted whole however it is printed: a chunk never ends inside one. What is
+held back for that is bounded (a line's unfinished tail, at most ``MAX_CHUNK``), and the spool
+on the host still has it should journal die (``attach`` records from ``stored``).
 """
 
 from __future__ import annotations
@@ -12,11 +16,15 @@ import time
 from collections.abc import Callable
 
 from journal.events import OutputChunk
-from journal.redact import Redactor
+from journal.redact import WINDOW, Redactor, open_block
 
 FLUSH_S = 0.2
 PARTIAL_HOLD_S = 1.0
 MAX_CHUNK = 256 * 1024
+#: Of a line longer than ``MAX_CHUNK`` without a blank, this much is kept back at a cut: a
+#: secret still being printed there is whole in the next chunk, and one straddling the cut is
+#: seen whole (:meth:`Redactor.safe_cut`).
+LONG_LINE_SLACK = WINDOW
 
 
 def encode(data: bytes) -> tuple[str, str]:
@@ -56,8 +64,13 @@ class OutputRecorder:
     """Buffers one step run's output per stream and appends it as chunks.
 
     Complete lines are stored within ``FLUSH_S``. A line still being printed (no newline yet)
-    is held up to ``PARTIAL_HOLD_S``, so that a secret printed in pieces is redacted whole;
-    a line longer than ``MAX_CHUNK`` is cut at its last blank, where secrets do not straddle.
+    is held up to ``PARTIAL_HOLD_S``; then what of it can no longer become part of a secret
+    is stored, and its tail that still can (:meth:`Redactor.tail`: its last word, from a word
+    such as ``password`` or ``Authorization`` on, the beginning of a known value) is held until
+    the line ends, the run ends, or the line reaches ``MAX_CHUNK``, however long the pieces
+    take to come. A line longer than ``MAX_CHUNK`` is cut where no secret straddles the cut
+    (:meth:`Redactor.safe_cut`), and a private key block is held until its END line (up to
+    ``MAX_CHUNK``). The echo is live whatever is held.
     """
 
     def __init__(
@@ -105,18 +118,35 @@ class OutputRecorder:
             self.flush()
 
     def _cut(self, stream: str, buf: bytearray, final: bool) -> int:
-        """How many bytes of ``buf`` to store now."""
+        """How many bytes of ``buf`` to store now: never so many that a secret still being
+        printed, or straddling the cut, is split."""
         if final:
             return len(buf)
-        lines = _line_end(buf) + 1
-        held = len(buf) - lines
-        age = time.monotonic() - self.start - self._line.get(stream, 0.0)
-        if held and age >= PARTIAL_HOLD_S:
-            return len(buf) - _utf8_tail(buf)
-        if lines == 0 and len(buf) >= MAX_CHUNK:
-            blank = max(buf.rfind(b" "), buf.rfind(b"\t"))
-            return blank + 1 if blank > 0 else len(buf) - _utf8_tail(buf)
-        return lines
+        data = bytes(buf)
+        lines = _line_end(data) + 1
+        held = len(data) - lines
+        if held >= MAX_CHUNK:
+            cut = self._long_cut(data, lines)
+        elif held and time.monotonic() - self.start - self._line.get(stream, 0.0) >= PARTIAL_HOLD_S:
+            # an unfinished line, old: store what of it can no longer become a secret
+            cut = _char_start(data, self.redactor.tail(data, lines))
+            cut = self.redactor.safe_cut(data, cut, lines)
+        else:
+            cut = lines
+        block = open_block(data, cut)
+        if block is not None and len(data) - block < MAX_CHUNK:
+            cut = block  # a private key block whose END line is still to come
+        return cut
+
+    def _long_cut(self, data: bytes, lines: int) -> int:
+        """Where to cut a line longer than ``MAX_CHUNK`` (it begins at ``lines``): after what
+        can no longer become a secret, at least ``LONG_LINE_SLACK`` before its end, moved
+        back before a secret straddling the cut, unless that secret began with the line (a
+        ``MAX_CHUNK`` long one is none): a cut always moves on."""
+        cut = max(self.redactor.tail(data, lines), len(data) - LONG_LINE_SLACK)
+        cut = _char_start(data, cut)
+        safe = self.redactor.safe_cut(data, cut, lines)
+        return _char_start(data, safe) if safe > lines else cut
 
     def flush(self, only: str | None = None, final: bool = False) -> None:
         """Append what is ready (of one stream, or all) as chunk events."""
@@ -156,6 +186,17 @@ class OutputRecorder:
     def close(self) -> None:
         """Flush everything left, unfinished lines and characters included."""
         self.flush(final=True)
+
+
+def _char_start(data: bytes, at: int) -> int:
+    """``at`` moved back to the beginning of the UTF-8 character it is inside of (at most 3
+    bytes back), so that a chunk of valid UTF-8 is stored as text."""
+    if at >= len(data):
+        return len(data) - _utf8_tail(data)
+    back = at
+    while back > max(0, at - 3) and data[back] & 0xC0 == 0x80:
+        back -= 1
+    return back if data[back] & 0xC0 != 0x80 else at
 
 
 def _line_end(data: bytes | bytearray) -> int:

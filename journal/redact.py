@@ -1,110 +1,370 @@
 """Removing secrets from commands, env values and output before anything is written.
 
 What was removed is recorded as ``{"kind": ..., "where": ...}``, never the value itself.
+
+Recognised, besides the runbook's ``redact`` values and the values of secret-named variables:
+
+- ``NAME=value`` and ``NAME: value`` for secret-like names (``HF_TOKEN=…``, ``AccountKey=…``,
+  ``aws_secret_access_key = …``), and YAML's ``password: the rest of the line``;
+- quoted keys of JSON, Python dicts, YAML and Ruby/PHP hashes (``"password": "…"``,
+  ``'api_key': '…'``, ``\\"token\\": \\"…\\"`` inside a JSON string, ``"pin_password": 1234``);
+- flags: ``--password X``, ``--hf-token=X``, ``--api-key X``, and ``-pPASS`` on the MySQL and
+  MariaDB clients' command lines;
+- ``Authorization:`` and ``X-Api-Key:`` headers, a ``Bearer``/``Basic`` credential after
+  ``Authorization`` and a long one after ``Bearer``; ``user:password@`` in URLs;
+- private key blocks (each line between ``-----BEGIN … PRIVATE KEY-----`` and its END line;
+  to the end when there is none), PuTTY key files' private lines;
+- token shapes, after the detect-secrets project's list: Hugging Face, GitHub, GitLab, OpenAI,
+  Slack tokens and webhooks, AWS key ids, Google API keys, Stripe, npm, PyPI, Twilio, SendGrid,
+  Square, Mailchimp, Discord and Telegram bot tokens, Shopify, JWTs.
+
+Each pattern is led by a literal (a keyword, a token's prefix, a separator), so the regex engine
+finds its candidates at memchr speed; case-insensitive ones are matched against the lowercased
+bytes. :meth:`Redactor.tail` and :meth:`Redactor.safe_cut` tell a recorder where output still
+being printed may be cut without splitting a secret (:mod:`journal.recorder`).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 MASK = "[REDACTED]"
 MASK_B = MASK.encode()
 
 #: Variable names whose values are secrets: HF_TOKEN, WANDB_API_KEY, DB_PASSWORD, …
-SECRET_NAME = re.compile(r"(?i)(TOKEN|PASSWORD|PASSWD|SECRET|_KEY|APIKEY|CREDENTIALS?)$")
-
-# Applied to bytes so output that is not UTF-8 survives unchanged around them. Each pattern
-# comes with the lowercase words it cannot match without: a chunk lacking all of them skips it
-# (a 14 MB compile log went from 1.4 s of regex to a fraction of that).
-_PATTERNS: list[tuple[str, tuple[bytes, ...], re.Pattern[bytes], bytes]] = [
-    (
-        "env-assignment",
-        (b"token", b"password", b"passwd", b"secret", b"_key", b"apikey", b"credential"),
-        re.compile(
-            rb"(?i)\b([A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|SECRET|_KEY|APIKEY|CREDENTIALS?))"
-            rb"(\s*[=:]\s*)(?!\[REDACTED\])(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|]+)"
-        ),
-        rb"\1\2" + MASK_B,
-    ),
-    (
-        "quoted-key",
-        (b"token", b"password", b"passwd", b"secret", b"key", b"credential", b"authorization"),
-        re.compile(
-            rb"(?i)([\"'][A-Za-z0-9_.-]*(?:token|password|passwd|secret|api[_-]?key|_key"
-            rb"|credentials?|authorization)[\"']\s*:\s*)([\"'])(?!\[REDACTED\])[^\"'\n]*\2"
-        ),
-        rb"\1\2" + MASK_B + rb"\2",
-    ),
-    (
-        "cli-flag",
-        (b"--",),
-        re.compile(
-            rb"(?i)(--(?:password|passwd|token|api-key|apikey|secret|access-token|auth-token)"
-            rb"(?:=|\s+))(?!\[REDACTED\])(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|]+)"
-        ),
-        rb"\1" + MASK_B,
-    ),
-    (
-        "api-key-header",
-        (b"api-key", b"api_key", b"apikey"),
-        re.compile(rb"(?i)\b(x-api-key:\s*|api[-_]?key:\s*)(?!\[REDACTED\])[^\s\r\n\"']+"),
-        rb"\1" + MASK_B,
-    ),
-    (
-        "authorization-header",
-        (b"authorization",),
-        re.compile(rb"(?i)\b((?:proxy-)?authorization:\s*)(?!\[REDACTED\])[^\r\n\"']+"),
-        rb"\1" + MASK_B,
-    ),
-    (
-        "url-password",
-        (b"://",),
-        re.compile(rb"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@\"']+:)(?!\[REDACTED\])[^/\s@\"']+(@)"),
-        rb"\1" + MASK_B + rb"\2",
-    ),
-    (
-        "token-shape",
-        (
-            b"hf_",
-            b"ghp_",
-            b"gho_",
-            b"ghu_",
-            b"ghs_",
-            b"ghr_",
-            b"github_pat_",
-            b"sk-",
-            b"xox",
-            b"akia",
-            b"glpat-",
-            b"npm_",
-            b"pypi-",
-            b"sk_live_",
-            b"aiza",
-            b"eyj",
-        ),
-        re.compile(
-            rb"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}"
-            rb"|sk-[A-Za-z0-9_-]{32,}|xox[baprs]-[A-Za-z0-9-]{20,}|AKIA[0-9A-Z]{16}"
-            rb"|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_-]{50,}"
-            rb"|[sr]k_live_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35}"
-            rb"|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})"
-        ),
-        MASK_B,
-    ),
-]
+SECRET_NAME = re.compile(
+    r"(?i)(TOKEN|PASSWORD|PASSWD|PASSPHRASE|SECRET|_KEY|APIKEY|ACCOUNTKEY|CREDENTIALS?|_PASS"
+    r"|_PWD)$"
+)
 
 #: Keys of stored dicts (probe results, labels, expectations) whose string value is a secret.
 SECRET_KEY = re.compile(
-    r"(?i)^[A-Za-z0-9_.-]*(?:token|password|passwd|secret|api[_-]?key|_key|credentials?"
-    r"|authorization)$"
+    r"(?i)^[A-Za-z0-9_.-]*(?:token|password|passwd|passphrase|secret|api[_-]?key|_key"
+    r"|accountkey|credentials?|authorization|_pass|_pwd)$"
 )
 
 #: Secret values shorter than this are not searched for in output: too many false hits.
 MIN_VALUE_LENGTH = 6
+
+# Value shapes. A quoted value keeps its escapes; a bare one ends at a blank or a delimiter.
+_DQ = rb'"(?:[^"\\\r\n]|\\.)*"'
+_SQ = rb"'(?:[^'\\\r\n]|\\.)*'"
+_ESCAPED_DQ = rb'\\"(?:[^"\\\r\n]|\\[^"\r\n])*\\"'  # \"…\" in a JSON string's JSON
+_ESCAPED_SQ = rb"\\'(?:[^'\\\r\n]|\\[^'\r\n])*\\'"
+_BARE = rb"[^\s\"';&|]+"
+#: An assignment's or a flag's value.
+_VALUE = rb"(?P<v>" + _DQ + rb"|" + _SQ + rb"|" + _BARE + rb")"
+#: Not masked again (each pattern's match is looked for in data that earlier ones masked).
+_FRESH = rb"(?!\\?[\"']?\[redacted\])"
+_FRESH_CASED = rb"(?!\\?[\"']?\[REDACTED\])"
+#: Before a token's prefix: no letter, digit or underscore (``\b`` of the shapes' regexes,
+#: written as a look-behind after the literal so that it leads).
+_WORD = rb"[A-Za-z0-9_]"
+
+
+class Span(NamedTuple):
+    """What a pattern masks: ``data[start:end]`` becomes ``replacement``; ``lead`` to
+    ``stop`` is all that it was recognised by (a key's name, a flag, a URL's ``@``)."""
+
+    start: int
+    end: int
+    replacement: bytes
+    kind: str
+    lead: int
+    stop: int = 0
+
+
+class _Pattern(NamedTuple):
+    kind: str
+    #: led by a literal, with a group ``v`` (the value masked) or masking the whole match
+    regex: re.Pattern[bytes]
+    #: bytes of which the data must hold at least one to look further (found at memchr speed)
+    gates: bytes = b""
+    #: matched against the lowercased data (the spans are the same: only A-Z change)
+    fold: bool = False
+    #: lowercase words of which the data must hold one, for regexes not led by one of them
+    needles: tuple[bytes, ...] = ()
+    #: what to mask for a match, or None to leave it (default: group ``v``, or the match)
+    span: Callable[[bytes, re.Match[bytes]], Span | None] | None = None
+
+
+def _token(prefix: bytes, rest: bytes) -> re.Pattern[bytes]:
+    """A token shape: ``prefix`` not preceded by a word character, then ``rest``."""
+    return re.compile(re.escape(prefix) + rb"(?<!" + _WORD + re.escape(prefix) + rb")" + rest)
+
+
+# --- secret-named keys: NAME=value, name: value (YAML), "name": "value" (JSON, dicts) ---
+
+#: key words (lowercase literals) and what must follow each to make a secret-like name
+_KEYWORDS = (
+    (b"token", b""),
+    (b"pass", rb"(?:word|wd|phrase|(?<=_pass))"),
+    (b"secret", b""),
+    (b"key", rb"(?:(?<=_key)|(?<=apikey)|(?<=api-key)|(?<=accountkey))"),
+    (b"credential", b"s?"),
+    (b"auth", b"(?:orization)?"),
+    (b"_pwd", b""),
+)
+_KEY_CHAR = re.compile(rb"[a-z0-9_.-]")
+_YAML_LEAD = re.compile(rb"[ \t]*(?:-[ \t]+)?[\"']?[a-z0-9_.-]*")
+_ENV_VALUE = re.compile(_VALUE)
+_DICT_VALUE = re.compile(
+    _ESCAPED_DQ + rb"|" + _ESCAPED_SQ + rb"|" + _DQ + rb"|" + _SQ + rb"|[^\s,;}\])\"'\\]+"
+)
+_QUOTES = (b'\\"', b"\\'", b'"', b"'")
+_LITERALS = (b"true", b"false", b"null", b"none")
+
+
+def _named(data: bytes, m: re.Match[bytes]) -> Span | None:
+    """A value after a secret-like name, in its form: quoted key (JSON, a dict), YAML line,
+    or assignment."""
+    rest, lead = m.end(), m.start()
+    line = max(data.rfind(b"\n", 0, lead), data.rfind(b"\r", 0, lead)) + 1
+    if m.group("close"):
+        # the name must be all of a quoted key: "db_password", 'HF_TOKEN', \"token\"
+        while lead > line and _KEY_CHAR.match(data, lead - 1):
+            lead -= 1
+        if lead == line or data[lead - 1 : lead] not in (b'"', b"'"):
+            return None
+        lead -= 1
+        value = _DICT_VALUE.match(data, rest)
+        if value is None:
+            return None
+        text = value.group()
+        for quote in _QUOTES:
+            if len(text) >= 2 * len(quote) and text.startswith(quote) and text.endswith(quote):
+                return Span(value.start(), value.end(), quote + MASK_B + quote, "quoted-key", lead)
+        if not _yaml(data, m, line, lead):
+            if text in _LITERALS:
+                return None  # "has_token": true is no secret
+            # a number: masked as a string in the key's quotes, so that JSON stays JSON
+            quote = (
+                data[lead - 1 : lead + 1]
+                if data[lead - 1 : lead] == b"\\"
+                else data[lead : lead + 1]
+            )
+            return Span(value.start(), value.end(), quote + MASK_B + quote, "quoted-key", lead)
+    elif m.group("keyword") == b"auth":
+        return None  # Authorization: the header's own pattern
+    elif not _yaml(data, m, line, lead):
+        value = _ENV_VALUE.match(data, rest)
+        return Span(rest, value.end(), MASK_B, "env-assignment", lead) if value else None
+    # YAML's ``name: value``: the value is the rest of the line
+    end = len(data)
+    for stop in (b"\n", b"\r"):
+        found = data.find(stop, rest)
+        if 0 <= found < end:
+            end = found
+    while end > rest and data[end - 1 : end] in (b" ", b"\t"):
+        end -= 1
+    return Span(rest, end, MASK_B, "yaml-key", lead) if end > rest else None
+
+
+def _yaml(data: bytes, m: re.Match[bytes], line: int, lead: int) -> bool:
+    """Whether the name matched is a YAML key: first on its line (after indentation and a
+    list's ``-``), followed by ``: `` and an unquoted value."""
+    rest = m.end()
+    return (
+        m.group("sep") == b":"
+        and data[rest - 1 : rest] in (b" ", b"\t")
+        and data[rest : rest + 1] not in (b'"', b"'")
+        and lead - line < 256
+        and _YAML_LEAD.fullmatch(data, line, lead) is not None
+    )
+
+
+_NAMED = [
+    _Pattern(
+        "env-assignment",
+        re.compile(
+            rb"(?P<keyword>" + word + rb")" + after + rb"(?P<close>\\?[\"'])?[ \t]*"
+            rb"(?P<sep>=>|[=:])[ \t]*" + _FRESH
+        ),
+        gates=b"=:",
+        fold=True,
+        span=_named,
+    )
+    for word, after in _KEYWORDS
+]
+
+
+# --- private keys: each line of the block masked, so that lines keep their numbers ---
+
+
+def _lines(data: bytes, m: re.Match[bytes]) -> Span | None:
+    start, end = m.span("v")
+    body = re.sub(rb"[^\r\n]+", MASK_B, data[start:end])
+    return Span(start, end, body, "private-key", m.start())
+
+
+_PEM = rb"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+_PEM_END = re.compile(rb"-----END " + _PEM)
+_BLOCKS = [
+    _Pattern(
+        "private-key",
+        re.compile(rb"-----BEGIN " + _PEM + rb"(?P<v>[\s\S]*?)(?:-----END " + _PEM + rb"|\Z)"),
+        span=_lines,
+    ),
+    _Pattern(
+        "private-key",
+        re.compile(rb"Private-Lines:[ \t]*\d+\r?\n(?P<v>(?:[A-Za-z0-9+/=]+(?:\r?\n|\Z))+)"),
+        span=_lines,
+    ),
+]
+
+
+# --- flags, headers, URLs ---
+
+_FLAGS_AND_HEADERS = [
+    _Pattern(
+        "cli-flag",
+        re.compile(
+            rb"--(?<!---)(?:[a-z0-9]+-)*(?:password|passwd|passphrase|token|api-?key|secret"
+            rb"|secret-key|access-key|auth)(?:=|[ \t]+)" + _FRESH + _VALUE
+        ),
+        gates=b"-",
+        fold=True,
+    ),
+    _Pattern(
+        # the MySQL and MariaDB clients take the password glued to -p (-P is the port)
+        "cli-flag",
+        re.compile(
+            rb"(?i:mysql|mariadb)(?:dump|admin|import|check|show|pump|-dump|-admin)?\b"
+            rb"[^\r\n]*?[ \t]-p" + _FRESH_CASED + _VALUE
+        ),
+        gates=b"-",
+        needles=(b"mysql", b"mariadb"),
+    ),
+    _Pattern(
+        "authorization-header",
+        re.compile(rb"authorization[ \t]*:[ \t]*" + _FRESH + rb"(?P<v>[^\r\n\"']+)"),
+        gates=b":",
+        fold=True,
+    ),
+    _Pattern(
+        "authorization-header",
+        re.compile(
+            rb"authorization\b[^\r\n]{0,64}?\b(?:bearer|basic|token|digest)[ \t]+"
+            + _FRESH
+            + rb"(?P<v>[a-z0-9._~+/=-]+)"
+        ),
+        fold=True,
+    ),
+    _Pattern(
+        "bearer-token",
+        re.compile(rb"bearer[ \t]+" + _FRESH + rb"(?P<v>[a-z0-9._~+/-]{20,}=*)"),
+        fold=True,
+    ),
+    _Pattern(
+        "url-password",
+        re.compile(rb"://[^/\s:@\"']+:" + _FRESH_CASED + rb"(?P<v>[^/\s@\"']+)@"),
+        gates=b":",
+    ),
+    _Pattern(
+        "slack-webhook",
+        re.compile(rb"https://hooks\.slack\.com/(?:services|workflows)/(?P<v>[A-Za-z0-9_/]+)"),
+        gates=b"/",
+    ),
+]
+
+
+# --- token shapes ---
+
+
+def _before(run: re.Pattern[bytes], lengths: range, first: bytes = b"") -> Callable:
+    """A span for a shape found by its middle: the match, plus the run of ``run`` characters
+    just before it when its length is in ``lengths`` (and it begins with one of ``first``)."""
+
+    def span(data: bytes, m: re.Match[bytes]) -> Span | None:
+        start = m.start()
+        limit = max(0, start - lengths.stop)
+        while start > limit and run.match(data, start - 1):
+            start -= 1
+        for length in sorted(lengths, reverse=True):
+            at = m.start() - length
+            if at >= start and (not first or data[at : at + 1] in first):
+                if at == 0 or not _WORD_CHAR.match(data, at - 1) or not first:
+                    return Span(at, m.end(), MASK_B, "token-shape", at)
+        return None
+
+    return span
+
+
+_WORD_CHAR = re.compile(_WORD)
+_TOKEN_CHARS = rb"[A-Za-z0-9_-]"
+
+
+def _shape(prefix: bytes, rest: bytes, gates: bytes = b"") -> _Pattern:
+    return _Pattern("token-shape", _token(prefix, rest), gates=gates)
+
+
+_SHAPES = [
+    _shape(b"hf_", rb"[A-Za-z0-9]{30,}", b"_"),
+    _shape(b"gh", rb"[pousr]_[A-Za-z0-9]{30,}", b"_"),
+    _shape(b"github_pat_", rb"[A-Za-z0-9_]{40,}", b"_"),
+    _shape(b"npm_", rb"[A-Za-z0-9]{36}", b"_"),
+    _shape(b"sk_live_", rb"[A-Za-z0-9]{20,}", b"_"),
+    _shape(b"rk_live_", rb"[A-Za-z0-9]{20,}", b"_"),
+    _shape(b"shp", rb"(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", b"_"),
+    _shape(b"sk-", rb"[A-Za-z0-9_-]{32,}", b"-"),
+    _shape(b"gl", rb"(?:pat|dt|rt|ptt|ft|soat|cbt|oas)-[A-Za-z0-9_-]{20,}", b"-"),
+    _shape(b"pypi-", rb"[A-Za-z0-9_-]{50,}", b"-"),
+    _shape(b"xox", rb"[baprseo]-[A-Za-z0-9-]{10,}", b"-"),
+    _shape(b"sq0", rb"(?:atp-[0-9A-Za-z_-]{22}|csp-[0-9A-Za-z_-]{43})", b"-"),
+    _Pattern(  # Mailchimp: 32 hex digits then the data centre, found by its -usNN
+        "token-shape",
+        re.compile(rb"-us[0-9]{1,2}(?![A-Za-z0-9])"),
+        gates=b"-",
+        span=_before(re.compile(rb"[0-9a-f]"), range(32, 33)),
+    ),
+    _shape(  # AWS access key ids, Google API keys
+        b"A", rb"(?:(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[0-9A-Z]{16}|Iza[0-9A-Za-z_-]{35})"
+    ),
+    _shape(b"AC", rb"[0-9a-f]{32}(?![A-Za-z0-9_])"),  # Twilio
+    _shape(b"SK", rb"[0-9a-f]{32}(?![A-Za-z0-9_])"),
+    _shape(b"eyJ", rb"[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}", b"."),
+    _shape(b"SG.", rb"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", b"."),
+    _Pattern(  # Discord bot tokens, found by their middle part
+        "token-shape",
+        re.compile(rb"\." + _TOKEN_CHARS + rb"{6}\." + _TOKEN_CHARS + rb"{27,}"),
+        gates=b".",
+        span=_before(re.compile(_TOKEN_CHARS), range(24, 27), b"MN"),
+    ),
+    _Pattern(  # Telegram bot tokens, found by the colon after the bot's id
+        "token-shape",
+        re.compile(rb":" + _TOKEN_CHARS + rb"{35}(?![A-Za-z0-9_-])"),
+        gates=b":",
+        span=_before(re.compile(rb"[0-9]"), range(8, 11)),
+    ),
+]
+
+# Blocks first (their lines hold anything), then names, flags and headers, then shapes.
+_PATTERNS: list[_Pattern] = [*_BLOCKS, *_NAMED, *_FLAGS_AND_HEADERS, *_SHAPES]
+
+#: Words after which the rest of a line may still become (part of) a secret: each pattern
+#: whose match may hold a blank is led by one of them, or starts just before one.
+_TRIGGERS = (
+    b"pass",
+    b"token",
+    b"secret",
+    b"key",
+    b"credential",
+    b"auth",
+    b"_pwd",
+    b"bearer",
+    b"mysql",
+    b"mariadb",
+    b"-----begin",
+    b"private-lines",
+)
+#: How far before its trigger word a match may start (``"MY_LONG_NAME_TOKEN"``).
+_TRIGGER_REACH = 256
+#: A match straddling a cut is looked for this far either side of it: a longer one is no secret.
+WINDOW = 16 * 1024
 
 
 @dataclass
@@ -138,13 +398,20 @@ class Redactor:
             if value in data:
                 found.append({"kind": "listed-value", "where": where, "count": data.count(value)})
                 data = data.replace(value, MASK_B)
-        lower = data.lower()
-        for kind, needles, pattern, replacement in _PATTERNS:
-            if not any(needle in lower for needle in needles):
+        counts: dict[str, int] = {}
+        lower: bytes | None = None
+        for pattern in _PATTERNS:
+            if pattern.gates and not _gated(data, pattern.gates):
                 continue
-            data, n = pattern.subn(replacement, data)
-            if n:
-                found.append({"kind": kind, "where": where, "count": n})
+            if pattern.fold or pattern.needles:
+                lower = data.lower() if lower is None else lower
+                if pattern.needles and not any(n in lower for n in pattern.needles):
+                    continue
+            spans = _spans(pattern, data, lower)
+            if spans:
+                data = _masked(data, spans, counts)
+                lower = None
+        found += [{"kind": kind, "where": where, "count": n} for kind, n in counts.items()]
         return data, found
 
     def text(self, value: str, where: str) -> tuple[str, list[dict[str, Any]]]:
@@ -184,3 +451,116 @@ class Redactor:
                 out[name], more = self.text(value, f"{where}.{name}")
                 found.extend(more)
         return out, found
+
+    def tail(self, data: bytes, start: int = 0) -> int:
+        """Where the part of ``data[start:]`` (a line not ended yet) that could still become
+        (part of) a secret as more is printed begins: its last word (a token's shape holds no
+        blank), the word of the first trigger word in it (``password``, ``token``, ``key``,
+        ``Authorization``, ``mysql``, ``-----BEGIN``: the value after one may hold blanks), or
+        the beginning of a known value that the line ends with."""
+        line = data[start:]
+        hold = max(line.rfind(b" "), line.rfind(b"\t")) + 1
+        lower = line.lower()
+        for word in _TRIGGERS:
+            at = lower.find(word, 0, hold + len(word) - 1)
+            if at >= 0:
+                before = max(line.rfind(b" ", 0, at), line.rfind(b"\t", 0, at)) + 1
+                hold = min(hold, max(before, at - _TRIGGER_REACH))
+        for value in self.values:
+            hold = min(hold, len(line) - _prefix_at_end(line, value))
+        return start + hold
+
+    def safe_cut(self, data: bytes, cut: int, floor: int) -> int:
+        """``cut`` moved back to the start of any secret in ``data`` (a known value, a
+        pattern's match) that straddles it, looked for ``WINDOW`` bytes either side; never
+        below ``floor`` (``floor`` itself when a secret straddling the cut starts there or
+        before)."""
+        lo = max(floor, cut - WINDOW)
+        window = data[lo : cut + WINDOW]
+        lower = window.lower()
+        for _ in range(8):  # moving back may land inside another secret
+            at = cut - lo
+            moved = at
+            for value in self.values:
+                first = window.find(value, max(0, at - len(value) + 1), at + len(value) - 1)
+                if 0 <= first < moved:
+                    moved = first
+            for pattern in _PATTERNS:
+                if pattern.gates and not _gated(window, pattern.gates):
+                    continue
+                for span in _spans(pattern, window, lower):
+                    # from the name or flag the value is recognised by to the value's end
+                    if span.lead < at < span.stop:
+                        moved = min(moved, _word_start(window, span.lead))
+            if moved == at:
+                return cut
+            cut = lo + moved
+            if cut <= floor:
+                return floor
+        return cut
+
+
+def open_block(data: bytes, end: int) -> int | None:
+    """Where the line begins of a private key block that ``data[:end]`` opens and does not
+    end (its END line not printed yet); None when there is none."""
+    begin = data.rfind(b"-----BEGIN ", 0, end)
+    if begin < 0:
+        return None
+    line_end = data.find(b"\n", begin, end)
+    if data.find(b"PRIVATE KEY", begin, line_end if line_end >= 0 else end) < 0:
+        return None
+    if _PEM_END.search(data, begin, end):
+        return None
+    return max(data.rfind(b"\n", 0, begin), data.rfind(b"\r", 0, begin)) + 1
+
+
+def _word_start(data: bytes, at: int) -> int:
+    """Where the word holding byte ``at`` begins (after a blank or a line's end)."""
+    return max(data.rfind(sep, 0, at) for sep in (b"\n", b"\r", b" ", b"\t")) + 1
+
+
+def _gated(data: bytes, gates: bytes) -> bool:
+    return any(gates[i : i + 1] in data for i in range(len(gates)))
+
+
+def _spans(pattern: _Pattern, data: bytes, lower: bytes | None) -> list[Span]:
+    """What ``pattern`` masks in ``data``: (start, end, replacement, kind), in order."""
+    subject = lower if pattern.fold and lower is not None else data
+    if pattern.fold and lower is None:
+        subject = data.lower()
+    out: list[Span] = []
+    for m in pattern.regex.finditer(subject):
+        if pattern.span is not None:
+            found = pattern.span(subject, m)
+            if found is None:
+                continue
+        elif "v" in pattern.regex.groupindex:
+            found = Span(*m.span("v"), MASK_B, pattern.kind, m.start())
+        else:
+            found = Span(*m.span(), MASK_B, pattern.kind, m.start())
+        if not out or found.start >= out[-1].end:
+            out.append(found._replace(stop=max(found.end, m.end())))
+    return out
+
+
+def _masked(data: bytes, spans: list[Span], counts: dict[str, int]) -> bytes:
+    pieces = []
+    last = 0
+    for start, end, replacement, kind, _, _ in spans:
+        pieces += [data[last:start], replacement]
+        last = end
+        counts[kind] = counts.get(kind, 0) + 1
+    pieces.append(data[last:])
+    return b"".join(pieces)
+
+
+def _prefix_at_end(line: bytes, value: bytes) -> int:
+    """The length of the longest beginning of ``value`` (short of all of it) that ``line``
+    ends with; 0 for none."""
+    first = value[:1]
+    at = line.find(first, max(0, len(line) - len(value) + 1))
+    while at >= 0:
+        if value.startswith(line[at:]):
+            return len(line) - at
+        at = line.find(first, at + 1)
+    return 0
