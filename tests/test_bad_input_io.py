@@ -4,11 +4,14 @@ journal exits), no traceback, and nothing recorded before lost or changed."""
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import pwd
 import re
+import secrets
 import shlex
+import socket
 import sqlite3
 import subprocess
 import tempfile
@@ -374,3 +377,49 @@ def test_a_last_event_id_that_is_no_sequence_number_is_ignored(
     assert newest is not None
     again = client.get(f"/j/io/run/{run}/live", headers={"Last-Event-ID": newest.group(1)})
     assert "event: done" in (resumed := again.get_data(as_text=True)) and "42-first" not in resumed
+
+
+def test_the_token_never_shows_in_the_access_log(tmp_path: Path) -> None:
+    """A real `journal serve --token T`: requests carrying the token in their query (right or
+    wrong), in their path, or in a request line too bad to parse are all logged, none with
+    the token in it."""
+    db = tmp_path / "journal.db"
+    assert journal("note", "hello", db=db, runbook=write_runbook(tmp_path, HEAD)).returncode == 0
+    token = secrets.token_urlsafe(24)
+    env = {k: v for k, v in os.environ.items() if k not in ("JOURNAL_DB", "JOURNAL_TOKEN")}
+    log = tmp_path / "serve.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [*JOURNAL, "--db", str(db), "serve", "--port", "0", "--token", token],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline().decode()  # journal: serving DB at URL?token=T
+            port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", first).group(1))  # type: ignore[union-attr]
+            statuses = []
+            for path in (f"/?token={token}", "/j/io?host=x&token=a-wrong-guess", f"/{token}"):
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                conn.request("GET", path)
+                statuses.append(conn.getresponse().status)
+                conn.close()
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                raw.sendall(f"GET /?token={token} is not HTTP\r\n\r\n".encode())
+                answer = b""
+                while chunk := raw.recv(65536):
+                    answer += chunk
+                assert b"Bad request" in answer  # refused, and logged as such
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            if proc.stdout is not None:
+                proc.stdout.close()
+    assert statuses == [303, 401, 401]  # the right token lets in (and goes to a cookie)
+    logged = log.read_text()
+    assert token not in logged, logged
+    assert "Traceback" not in logged
+    assert "GET /?token=[REDACTED] HTTP/1.1" in logged  # (in colours, as Werkzeug logs)
+    assert "a-wrong-guess" not in logged  # a wrong token is none of the log's business either
+    assert logged.count("token=[REDACTED]") >= 3, logged  # the right, the wrong, the bad line

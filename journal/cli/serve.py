@@ -53,12 +53,20 @@ def serve(ctx: Context, args: argparse.Namespace) -> int:
     from werkzeug.serving import make_server
 
     from journal.web import create_app
+    from journal.web.security import TokenHidingHandler
     from journal.web.state import warm
 
     host = bind.strip("[]")
     app = create_app({"DB": ctx.db, "TOKEN": token, "BIND": host})
     listener = _listen(host, port)
-    server = make_server(host, port, app, threaded=True, fd=listener.fileno())
+    server = make_server(
+        host,
+        port,
+        app,
+        threaded=True,
+        fd=listener.fileno(),
+        request_handler=TokenHidingHandler,  # the token never in the access log
+    )
     listener.close()  # the server holds its own copy of the socket
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{server.socket.getsockname()[1]}/"

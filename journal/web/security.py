@@ -10,16 +10,21 @@ Content-Security-Policy, and error pages that never show a traceback.
   ::1, the address it is bound to), so a web page that rebinds its own name to 127.0.0.1
   cannot read the journal through the user's browser.
 - Scripts come only from the app itself (no inline script or handler anywhere), styles too.
+- The access log never holds the token: :class:`TokenHidingHandler` writes ``token=[REDACTED]``
+  for the query of a request that carried it (and the token itself wherever it shows).
 """
 
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
-from urllib.parse import urlencode
+from typing import Any
+from urllib.parse import quote, quote_plus, urlencode
 
 from flask import Flask, Response, abort, current_app, redirect, render_template, request, session
 from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.serving import WSGIRequestHandler
 
 TOKEN_COOKIE = "journal_token"
 CSRF_FIELD = "csrf_token"
@@ -143,3 +148,29 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(HTTPException, error_page)
     app.register_error_handler(Exception, internal_error)
     app.jinja_env.globals["csrf_token"] = csrf_token
+
+
+#: A ``token=`` parameter in a logged request line (its value up to the next parameter).
+_TOKEN_PARAM = re.compile(r"([?&;]token=)[^&;\s\"]*")
+HIDDEN = "[REDACTED]"
+
+
+def hide_token(text: str, token: str | None) -> str:
+    """``text`` (a line of the access log) without any ``token=`` value, nor ``token``
+    itself (as it is, or URL-quoted) wherever else it shows."""
+    text = _TOKEN_PARAM.sub(rf"\g<1>{HIDDEN}", text)
+    if token:
+        forms = {token, quote(token, safe=""), quote_plus(token)}
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, HIDDEN)
+    return text
+
+
+class TokenHidingHandler(WSGIRequestHandler):
+    """Werkzeug's request handler, its access log (request lines, and the errors that quote
+    a bad one) written with the token hidden: ``GET /?token=[REDACTED] HTTP/1.1`` 303."""
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        line = message % args if args else message
+        token = self.server.app.config.get("TOKEN")  # type: ignore[attr-defined]
+        super().log(type, "%s", hide_token(line, token))
