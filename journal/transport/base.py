@@ -171,12 +171,15 @@ class Transport(ABC):
         run_id: str = "probe",
     ) -> Outcome:
         """Run a short read-only command (a probe) straight on its channel, without the
-        supervisor: nothing is left to reattach if journal dies, and it costs nothing more."""
+        supervisor: nothing is left to reattach if journal dies, and it costs nothing more.
+        The script (which carries the env) goes on the shell's standard input
+        (:data:`FROM_STDIN`), never on a command line."""
         return self._direct(shell_script(command, env, cwd), sink, Stopper(cancel, timeout), run_id)
 
     @abstractmethod
     def _direct(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
-        """Run the shell ``script`` feeding ``sink``, letting ``stopper`` check as it polls."""
+        """Run the shell ``script`` feeding ``sink``, letting ``stopper`` check as it polls:
+        the script is written to the standard input of a shell running :data:`FROM_STDIN`."""
 
     @abstractmethod
     def follow(
@@ -278,6 +281,13 @@ def outcome_for_exit(
         return Outcome("succeeded", 0, duration)
     reason = f"killed by {sig}" if sig and code is not None and code > 128 else None
     return Outcome("failed", code, duration, sig, reason)
+
+
+#: The shell that runs the script which is the whole of its standard input: read into the
+#: shell's memory (a variable not exported, unset as the script starts), then run there, so
+#: that no value of its env is in any process's argv (``ps`` shows ``cat``) nor on disk; the
+#: command's own standard input is then at its end.
+FROM_STDIN = '_journal_script=$(cat) && eval "unset _journal_script; $_journal_script"'
 
 
 def shell_script(command: str, env: Mapping[str, str], cwd: str | None) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from journal.transport import supervisor
 from journal.transport.base import (
+    FROM_STDIN,
     INTERRUPT_GRACE_S,
     POLL_S,
     READ_SIZE,
@@ -61,13 +62,19 @@ class LocalTransport(Transport):
 
     def _direct(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
         proc = subprocess.Popen(
-            [SHELL, "-c", script],
-            stdin=subprocess.DEVNULL,
+            [SHELL, "-c", FROM_STDIN],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            proc.stdin.write(script.encode())  # `cat` reads it all before anything runs
+        except BrokenPipeError:
+            pass  # the shell is gone already: its exit status says why
+        finally:
+            proc.stdin.close()
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout, selectors.EVENT_READ, "stdout")
         selector.register(proc.stderr, selectors.EVENT_READ, "stderr")

@@ -23,6 +23,7 @@ from fabric import Config, Connection
 
 from journal.transport import supervisor
 from journal.transport.base import (
+    FROM_STDIN,
     POLL_S,
     READ_SIZE,
     AcceptedKey,
@@ -148,11 +149,14 @@ class SshTransport(Transport):
     def _direct(self, script: str, sink: OutputSink, stopper: Stopper, run_id: str) -> Outcome:
         pidfile = shlex.quote(f"/tmp/journal-{run_id}.pid")
         # sshd makes the login shell a session leader, so its pid ($$) is the process group of
-        # everything the step starts: that is what Ctrl-C and timeouts signal.
-        wrapped = f"printf '%s' $$ > {pidfile}\n(\n{script}\n)\nrc=$?\nrm -f {pidfile}\nexit $rc"
+        # everything the step starts: that is what Ctrl-C and timeouts signal. The script
+        # (its env) comes on the channel's stdin, not in the command sshd hands the shell.
+        wrapped = f"printf '%s' $$ > {pidfile}\n( {FROM_STDIN} )\nrc=$?\nrm -f {pidfile}\nexit $rc"
         transport = self.conn.transport
         chan = self.conn.create_session()
         chan.exec_command(wrapped)
+        chan.sendall(script.encode())
+        chan.shutdown_write()
         fd = chan.fileno()
 
         def send(name: str) -> None:
