@@ -1,7 +1,6 @@
 """Regexes the runbook supplies (a benchmark's ``pattern``, a probe's ``capture``), run on
-what a host printed: neither is trusted, and a
-backtracking engine takes exponential time on a pattern like ``(a+)+$`` against ``"a" * 40 +
-"b"`` (minutes, hours: a hang).
+what a host printed: neither is trusted, and a backtracking engine takes exponential time on
+a pattern like ``(a+)+$`` against ``"a" * 40 + "b"`` (minutes, hours: a hang).
 
 A pattern is read with Python's :mod:`re` syntax (its error messages are the ones shown, and
 its named groups the figures). It then runs on Google's RE2 (the ``google-re2`` package, module
@@ -61,10 +60,10 @@ class UserRegex:
 
 
 def compile_user(pattern: str, flags: int = re.M) -> UserRegex:
-    """``pattern`` compiled (``re.error`` for bad syntax, as Python's ``re`` says it); only
-    ``re.M`` and ``re.I`` are carried to RE2."""
+    """``pattern`` compiled (``re.error`` for bad syntax, as Python's ``re`` says it); with
+    flags other than ``re.M`` and ``re.I`` it runs on ``re``."""
     checked = re.compile(pattern, flags)
-    if re2 is not None:
+    if re2 is not None and not flags & ~(re.M | re.I):
         options = re2.Options()
         options.log_errors = False  # a refused pattern falls back to re without a word
         inline = "".join(c for f, c in ((re.M, "m"), (re.I, "i")) if flags & f)
