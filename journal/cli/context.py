@@ -34,12 +34,16 @@ class Context:
             from journal.store import EventStore
 
             self._store = EventStore(self.db)
+            if self._runbook is not None:
+                self._store.know_secrets(self._runbook.redact)
         return self._store
 
     @property
     def runbook(self) -> Runbook:
         if self._runbook is None:
             self._runbook = load(self.runbook_path)
+            if self._store is not None:  # what it lists is masked in every event (a note)
+                self._store.know_secrets(self._runbook.redact)
         return self._runbook
 
     def has_runbook(self) -> bool:

@@ -13,7 +13,7 @@ from journal.expect import Facts, Verdict, check_all
 from journal.probes import ProbeSpec
 from journal.probes.runner import ProbeOutcome, run_probe
 from journal.probes.summary import summary
-from journal.redact import Redactor
+from journal.redact import MASK, SECRET_KEY, Redactor
 from journal.runbook import Host, Runbook
 from journal.transport import Transport
 
@@ -117,7 +117,7 @@ class HostChecks:
         facts = Facts(
             probes=dict(self.results), packages=None if packages is None else dict(packages)
         )
-        verdicts = check_all(dict(expect), facts)
+        verdicts = [_hidden(v) for v in check_all(dict(expect), facts)]
         self.append(
             [
                 ExpectationChecked(
@@ -150,3 +150,18 @@ class HostChecks:
             if spec.expect and (name in self.results or name == "packages"):
                 verdicts += self.expect(spec.expect, packages, run, probe=name)
         return verdicts
+
+
+def _hidden(verdict: Verdict) -> Verdict:
+    """``verdict`` with what it expected and found masked when its key names a secret
+    (``env.HF_TOKEN``, ``db.password``): neither the runbook's expected value nor the value
+    found is recorded, nor said in the reason (which is kept when nothing was found)."""
+    name = verdict.key.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    if not SECRET_KEY.match(name):
+        return verdict
+    if not isinstance(verdict.actual, str):
+        return replace(verdict, expected=MASK)  # not found, unavailable: no value in the reason
+    reason = (
+        None if verdict.ok else f"{verdict.key} is not the value expected (a secret: not shown)"
+    )
+    return replace(verdict, expected=MASK, actual=MASK, reason=reason)

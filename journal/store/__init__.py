@@ -65,6 +65,11 @@ class EventStore:
         self.backend.close()
         self.engine.dispose()
 
+    def know_secrets(self, values: Iterable[str]) -> None:
+        """Mask ``values`` (a runbook's ``redact`` list) in every event appended from now on,
+        besides the patterns and the values of journal's secret-named variables."""
+        self._redactor = Redactor.for_run(values)
+
     def _scrubbed(self, event: Event) -> Event:
         """``event`` with secrets masked in its text fields (strings, and the strings in its
         dicts and lists; a value under a secret-named key whole)."""
