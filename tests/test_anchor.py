@@ -242,9 +242,7 @@ def test_postgres_replica_role_no_longer_passes_the_triggers_and_is_caught_after
     # Put back to firing in the origin role only, the role passes them by; verify says so.
     _sql(db, "ALTER TABLE events ENABLE TRIGGER events_no_update")
     done = _verify(db, tmp_path)
-    assert done.returncode == 1 and "fires only in the origin replication role" in text(
-        done.stderr
-    )
+    assert done.returncode == 1 and "fires only in the origin replication role" in text(done.stderr)
     # An attacker who puts it back after rewriting chain and head leaves only the anchor.
     _sql(db, "ALTER TABLE events ENABLE ALWAYS TRIGGER events_no_update")
     _rewrite(db, edit={2: '{"author": "test", "tags": [], "text": "note 2 (edited)"}'})
@@ -265,8 +263,7 @@ def _sqlite_trigger(db: str, name: str, sql: str) -> None:
         "BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END",
         "CREATE TRIGGER events_no_update BEFORE UPDATE ON recorder_leases "
         "BEGIN SELECT RAISE(ABORT, 'events are append-only: UPDATE refused'); END",
-        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
-        "BEGIN SELECT RAISE(IGNORE); END",
+        "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(IGNORE); END",
     ],
     ids=["when-0", "another-table", "ignore"],
 )
@@ -304,7 +301,7 @@ def test_insert_or_replace_is_refused_and_the_row_stays(tmp_path: Path, verb: st
         _sql(
             db,
             f"{verb} INTO events (seq, journal, type, version, ts, payload, hash) "
-            "SELECT seq, journal, type, version, ts, '{\"text\": \"forged\"}', hash "
+            'SELECT seq, journal, type, version, ts, \'{"text": "forged"}\', hash '
             "FROM events WHERE seq = 2",
         )
     assert _rows(db) == before
