@@ -1,0 +1,320 @@
+"""The upgrade's story at a glance: per host the stack before and after, the headline throughput
+first, worst and last, and the findings by state.
+
+One fold of what the timeline already holds (probe readings, package snapshots, figures) and
+the judged findings, shown by the journal page, `journal status`, the top of `journal log` and
+the postmortem's summary, so all four tell the same story.
+
+- **Stack**: torch (with its variant: ``2.10.0+cu128``), the CUDA torch was built for, NCCL and
+  the driver, from the first and the latest torch-env reading on the host; then the key
+  packages (torch's family, triton, numpy, the kernels, flashinfer, sglang, vllm, nccl) whose
+  version differs between the first package snapshot and the latest, with the number of other
+  packages that moved.
+- **Headline**: the preferred rate series (output tokens/s first) with at least two trusted
+  figures: its first, its worst and its last figure, and the change first → last.
+- **Findings**: how many are open (by severity), acknowledged and resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from journal.pitfalls._bench import DISPLAY
+from journal.pitfalls.base import SEVERITIES, STATES, Finding
+from journal.projections.metrics import all_series, headline_rank, percent_change
+from journal.projections.timeline import ProbeView, StepRunView, Timeline
+
+#: What a torch-env reading says of the stack: (label, dotted path in the result).
+STACK = (
+    ("torch", "torch.version"),
+    ("CUDA", "torch.cuda"),
+    ("NCCL", "nccl"),
+    ("driver", "driver"),
+)
+
+#: Packages an upgrade of this field is about, named when they move.
+KEY_PACKAGES = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "triton",
+    "numpy",
+    "sgl-kernel",
+    "sglang-kernel",
+    "sglang",
+    "flashinfer-python",
+    "vllm",
+    "xformers",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu13",
+)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """One part of a host's stack, before and after (None: absent, or not read)."""
+
+    what: str
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass
+class HostStory:
+    """One host: its stack first and last, and the packages that moved."""
+
+    host: str
+    stack: list[Moved] = field(default_factory=list)
+    packages: list[Moved] = field(default_factory=list)
+    other_packages: int = 0  # packages that moved but are not key ones
+    readings: int = 0  # torch-env readings the stack comes from
+
+    @property
+    def changed(self) -> bool:
+        return any(m.changed for m in self.stack) or bool(self.packages or self.other_packages)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The headline series: first, worst and last trusted figure."""
+
+    title: str
+    display: str  # the metric as people say it, with its benchmark: "Output tok/s (bench_serving)"
+    metric: str
+    host: str | None
+    unit: str | None
+    first: float
+    worst: float
+    last: float
+    higher_is_better: bool
+
+    @property
+    def percent(self) -> float | None:
+        return percent_change(self.first, self.last)
+
+
+@dataclass
+class Story:
+    hosts: list[HostStory]
+    headline: Headline | None
+    #: open findings by severity, and how many are acknowledged and resolved
+    open: dict[str, int]
+    acknowledged: int
+    resolved: int
+
+    @property
+    def findings(self) -> dict[str, int]:
+        return {
+            "open": sum(self.open.values()),
+            "acknowledged": self.acknowledged,
+            "resolved": self.resolved,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The story as JSON carries it (``journal status --format json``, the postmortem)."""
+        head = self.headline
+        return {
+            "hosts": [
+                {
+                    "host": h.host,
+                    "stack": [_moved(m) for m in h.stack],
+                    "packages": [_moved(m) for m in h.packages],
+                    "other_packages": h.other_packages,
+                }
+                for h in self.hosts
+            ],
+            "headline": None
+            if head is None
+            else {
+                "title": head.title,
+                "display": head.display,
+                "metric": head.metric,
+                "host": head.host,
+                "unit": head.unit,
+                "first": head.first,
+                "worst": head.worst,
+                "last": head.last,
+                "percent": None if head.percent is None else round(head.percent, 1),
+                "higher_is_better": head.higher_is_better,
+            },
+            "findings": {
+                "open": dict(self.open),
+                "acknowledged": self.acknowledged,
+                "resolved": self.resolved,
+            },
+        }
+
+
+def _moved(m: Moved) -> dict[str, Any]:
+    return {"what": m.what, "before": m.before, "after": m.after, "changed": m.changed}
+
+
+def _reading(probe: ProbeView) -> dict[str, str | None]:
+    from journal.probes.summary import value
+
+    out: dict[str, str | None] = {}
+    for label, path in STACK:
+        found = value(probe.result or {}, path)
+        # a part the probe could not read is {"unavailable": why}: not a version
+        out[label] = None if found in (None, "") or isinstance(found, dict) else str(found)
+    return out
+
+
+def _versions(snapshot: dict[str, Any]) -> dict[str, str | None]:
+    from packaging.utils import canonicalize_name
+
+    return {
+        canonicalize_name(name): (entry or {}).get("version") if isinstance(entry, dict) else None
+        for name, entry in snapshot.items()
+    }
+
+
+def _host_stories(timeline: Timeline) -> list[HostStory]:
+    first_read: dict[str, dict[str, str | None]] = {}
+    last_read: dict[str, dict[str, str | None]] = {}
+    readings: dict[str, int] = {}
+    first_snap: dict[str, dict[str, Any]] = {}
+    order: dict[str, None] = dict.fromkeys(timeline.hosts)
+
+    def read(probe: ProbeView) -> None:
+        if probe.probe != "torch-env" or probe.result is None:
+            return
+        now = _reading(probe)
+        first_read.setdefault(probe.host, now)
+        last_read[probe.host] = now
+        readings[probe.host] = readings.get(probe.host, 0) + 1
+
+    for item in timeline.items:
+        if isinstance(item, ProbeView):
+            order.setdefault(item.host)
+            read(item)
+        elif isinstance(item, StepRunView):
+            order.setdefault(item.host)
+            snap = item.snapshots.get("before") or item.snapshots.get("after")
+            if snap is not None and item.host not in first_snap:
+                first_snap[item.host] = snap
+            for probe in item.probes:
+                read(probe)
+    stories = []
+    for host in order:
+        story = HostStory(host, readings=readings.get(host, 0))
+        if host in first_read:
+            story.stack = [
+                Moved(label, first_read[host][label], last_read[host][label])
+                for label, _ in STACK
+                if first_read[host][label] or last_read[host][label]
+            ]
+        latest = timeline.latest_packages.get(host)
+        if host in first_snap and latest is not None:
+            before, after = _versions(first_snap[host]), _versions(latest)
+            moved = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+            story.packages = [
+                Moved(n, before.get(n), after.get(n)) for n in moved if n in KEY_PACKAGES
+            ]
+            story.other_packages = len(moved) - len(story.packages)
+        if story.stack or story.packages or story.other_packages:
+            stories.append(story)
+    return stories
+
+
+def _headline(timeline: Timeline) -> Headline | None:
+    found = all_series(timeline)
+    order = {id(s): i for i, s in enumerate(found)}
+    for series in sorted(
+        (s for s in found if s.higher_is_better),
+        key=lambda s: (headline_rank(s.name), order[id(s)]),
+    ):
+        values = [p.value for p in series.points if p.invalid is None and p.value == p.value]
+        if len(values) < 2:
+            continue
+        what = series.labels.get("benchmark")
+        display = DISPLAY.get(series.name, series.name) + (f" ({what})" if what else "")
+        return Headline(
+            title=series.title,
+            display=display,
+            metric=series.name,
+            host=series.host,
+            unit=series.unit,
+            first=values[0],
+            worst=min(values),
+            last=values[-1],
+            higher_is_better=True,
+        )
+    return None
+
+
+def story(timeline: Timeline, findings: list[Finding]) -> Story:
+    """The story of a judged journal."""
+    counts = {state: 0 for state in STATES}
+    open_by = {severity: 0 for severity in reversed(SEVERITIES)}
+    for found in findings:
+        counts[found.state] += 1
+        if found.state == "open":
+            open_by[found.severity] += 1
+    return Story(
+        hosts=_host_stories(timeline),
+        headline=_headline(timeline),
+        open=open_by,
+        acknowledged=counts["acknowledged"],
+        resolved=counts["resolved"],
+    )
+
+
+def _span(m: Moved) -> str:
+    before, after = m.before or "-", m.after or "-"
+    return f"{m.what} {after}" if not m.changed else f"{m.what} {before} → {after}"
+
+
+def lines(told: Story) -> list[str]:
+    """The story as a few plain lines (the CLI's header; the postmortem's summary)."""
+    from journal.display import figure
+
+    out = []
+    for host in told.hosts:
+        parts = [_span(m) for m in host.stack if m.changed] + [
+            _span(m) for m in host.packages if m.what not in ("torch",) or not host.stack
+        ]
+        if host.other_packages:
+            parts.append(f"{host.other_packages} other package(s) moved")
+        unchanged = [_span(m) for m in host.stack if not m.changed and m.after]
+        if not parts:
+            parts = ["unchanged: " + ", ".join(unchanged)] if unchanged else ["nothing read"]
+        out.append(f"{host.host}: " + "; ".join(parts))
+    head = told.headline
+    if head is not None:
+        unit = f" {head.unit}" if head.unit else ""
+        path = " → ".join(figure(v, None) for v in (head.first, head.worst, head.last))
+        where = f" on {head.host}" if head.host else ""
+        pct = "" if head.percent is None else f" ({head.percent:+.1f}% first to last)"
+        out.append(f"{head.display}{where}: {path}{unit}, first → worst → last{pct}")
+    opened = ", ".join(f"{n} {sev}" for sev, n in told.open.items() if n) or "none"
+    out.append(
+        f"findings: open {opened}; acknowledged {told.acknowledged}; resolved {told.resolved}"
+    )
+    return out
+
+
+#: Findings that say a run changed nothing it was asked to change.
+NO_CHANGE = frozenset({"noop-install", "variant-not-switched"})
+
+
+def run_status(run: StepRunView, findings: list[Finding]) -> str:
+    """The status a run is shown with: ``no change`` (amber) for one that succeeded but changed
+    nothing it was asked to (an install that did nothing, a variant not switched), else its
+    own (``succeeded``, ``failed``, ``running``, ``lost``, ``interrupted``…). ``findings``: the
+    run's findings, in any state (a no-op stays a no-op once acknowledged)."""
+    if run.status == "succeeded" and any(
+        f.id in NO_CHANGE for f in findings if f.run == run.run_id
+    ):
+        return "no change"
+    return run.status
+
+
+def open_errors(run: StepRunView, findings: list[Finding]) -> int:
+    """How many error findings of the run are still open."""
+    return sum(1 for f in findings if f.run == run.run_id and f.is_open and f.severity == "error")
