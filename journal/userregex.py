@@ -26,8 +26,19 @@ try:
 except ImportError:  # pragma: no cover - google-re2 is a dependency; kept working without it
     re2 = None
 
-#: Seconds a pattern may run on Python's backtracking engine over one text.
+#: Seconds a pattern may run on Python's backtracking engine over one text (env
+#: ``JOURNAL_REGEX_LIMIT_S`` sets another).
 TIME_LIMIT_S = 5.0
+
+
+def time_limit() -> float:
+    """The limit in force: ``JOURNAL_REGEX_LIMIT_S`` when it is a positive number, else 5 s."""
+    try:
+        given = float(os.environ.get("JOURNAL_REGEX_LIMIT_S", ""))
+    except ValueError:
+        return TIME_LIMIT_S
+    return given if 0 < given < float("inf") else TIME_LIMIT_S
+
 
 #: (group name, what it matched, where the match of the group starts) for each named group of
 #: each match, in order of the text.
@@ -81,7 +92,7 @@ def find_named(
     regex: UserRegex,
     text: str,
     most: int,
-    limit: float = TIME_LIMIT_S,
+    limit: float | None = None,
     groups: dict[str, int] | None = None,
 ) -> Found:
     """Each named group (or each of ``groups``: name -> number) of each of the first ``most``
@@ -90,7 +101,7 @@ def find_named(
     wanted = regex.groupindex if groups is None else groups
     if regex.engine == "re2" or not hasattr(os, "fork"):
         return _collect(regex, text, most, wanted)
-    return _in_child(regex, text, most, limit, wanted)
+    return _in_child(regex, text, most, time_limit() if limit is None else limit, wanted)
 
 
 def _collect(regex: UserRegex, text: str, most: int, groups: dict[str, int]) -> Found:

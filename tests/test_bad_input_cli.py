@@ -213,15 +213,19 @@ def test_a_catastrophic_pattern_reads_its_figure_at_once_on_re2(tmp_path: Path) 
     assert "tok = 42" in text(done.stderr)
 
 
+#: A time limit for user regexes shorter than the 5 s default, so the tests wait less.
+QUICK_LIMIT = {**os.environ, "JOURNAL_REGEX_LIMIT_S": "1"}
+
+
 def test_a_pattern_past_its_time_limit_fails_the_run_saying_so(tmp_path: Path) -> None:
     # a lookahead: RE2 refuses it, so it runs on Python's backtracking engine, in a child
     # process stopped at the limit
     pattern = "^tok: (?P<tok>[0-9]+)$|^(?P<a>(a+)+)(?=c)"
     rb = bench_runbook(tmp_path, pattern)
     db = tmp_path / "journal.db"
-    done = journal("run", "bench", "b", db=db, runbook=rb)
+    done = journal("run", "bench", "b", db=db, runbook=rb, env=QUICK_LIMIT)
     assert done.returncode == 1 and no_traceback(done), text(done.stderr)
-    said = f"the pattern {pattern!r} ran past its 5 s limit on this output"
+    said = f"the pattern {pattern!r} ran past its 1 s limit on this output"
     assert said in text(done.stderr)
     assert said in text(journal("log", db=db, runbook=rb).stdout)  # recorded as the reason
 
@@ -304,9 +308,10 @@ def test_a_probe_capture_past_its_time_limit_is_unavailable_saying_so(tmp_path: 
         HEAD + "[probes.smi]\nrun = \"printf 'driver 580.1\\\\n" + "a" * 40 + "b\\\\n'\"\n"
         f"capture = {{ driver = '{quick}', stuck = '{slow}' }}\n",
     )
-    done = journal("run", "probe", "smi", "--json", db=tmp_path / "journal.db", runbook=rb)
+    db = tmp_path / "journal.db"
+    done = journal("run", "probe", "smi", "--json", db=db, runbook=rb, env=QUICK_LIMIT)
     assert done.returncode == 0 and no_traceback(done), text(done.stderr)
     result = json.loads(done.stdout)["here"]
     if importlib.util.find_spec("re2") is not None:
         assert result["driver"] == "580.1"
-    assert f"the pattern {slow!r} ran past its 5 s limit" in result["stuck"]["unavailable"]
+    assert f"the pattern {slow!r} ran past its 1 s limit" in result["stuck"]["unavailable"]
