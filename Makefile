@@ -41,9 +41,13 @@ test: install system-deps
 	$(BIN)/python -m pytest -n 2
 
 # The demo journal, then the web UI on it: its URL is printed; Ctrl-C stops it.
+# The demo's own output goes to demo.log (shown if it fails); the URL is the last thing said.
+PORT ?= 5000
 demo: install
-	$(BIN)/journal demo
-	$(BIN)/journal --db demo/journal.db --runbook demo/runbook.toml serve
+	@echo "recording the demo upgrade (its output: demo.log) ..."
+	@$(BIN)/journal demo > demo.log 2>&1 || { cat demo.log; exit 1; }
+	@$(BIN)/journal --db demo/journal.db --runbook demo/runbook.toml status || true
+	$(BIN)/journal --db demo/journal.db --runbook demo/runbook.toml serve --port $(PORT)
 
 lint: install
 	$(BIN)/ruff check journal tests bench migrations

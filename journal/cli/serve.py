@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import os
 import socket
@@ -35,7 +36,9 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        busy = " (another server has it: give another --port, or --port 0 for any free one)"
+        said = busy if exc.errno == errno.EADDRINUSE else ""
+        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}{said}") from None
     return sock
 
 
