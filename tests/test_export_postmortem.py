@@ -60,6 +60,7 @@ SECTIONS = [
     "Summary",
     "Impact",
     "Timeline",
+    "Failed steps",
     "What changed",
     "Pitfalls hit",
     "Root causes",
@@ -74,6 +75,7 @@ KEYS = {
     "journal",
     "hosts",
     "status",
+    "story",
     "summary",
     "impact",
     "charts",
@@ -240,8 +242,8 @@ def test_markdown_has_every_section_in_order_and_says_what_the_json_says(seed: S
     for key in ("Root causes", "Trigger", "Lessons learned"):
         tag = {"Root causes": "root-cause", "Trigger": "trigger", "Lessons learned": "lesson"}
         assert NOTES[tag[key]] in sections[key]
-    open_keys = re.findall(r"^- \[ \] \*\*\w+\*\* `([^`]+)`", sections["Action items"], re.M)
-    assert open_keys == [i["key"] for i in doc["action_items"] if i["kind"] == "finding"]
+    open_ids = re.findall(r"^- \[ \] \*\*\w+\*\* `([^`]+)`", sections["Action items"], re.M)
+    assert open_ids == [i["id"] for i in doc["action_items"] if i["kind"] == "finding"]
     assert "- [ ] " + NOTES["action"] in sections["Action items"]
     assert "`numpy 2.4.2 -> 2.4.1 (downgraded)`" in sections["What changed"]
     assert (
@@ -254,7 +256,7 @@ def test_what_hosts_and_people_wrote_stays_text_in_markdown_and_html(seed: Seed)
     md, html = seed.md, seed.html.read_text()
     # Every `<` and `[` of the note is escaped, so no renderer makes a tag or a link of it.
     assert not re.search(r"(?<!\\)(<script|<img|\[click)", md)
-    assert "\\<script\\>" in md and "\\[click\\]" in md and "\\| \\`tick\\` \\*bold\\*" in md
+    assert "\\<script>" in md and "\\[click\\]" in md and "\\| `tick` \\*bold\\*" in md
     assert "<script" not in html.lower() and "<img" not in html.lower()
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
     # Nothing in the page refers to anything outside it but the SVG namespace.

@@ -40,13 +40,20 @@ def add_parser(exp_sub: Any, command: Any) -> None:
         help="md, html (one self-contained file) or json (default: from -o's suffix, else md)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="where `journal serve` is reached (http://host:8000): action items and failed "
+        "steps link to their run pages there",
+    )
 
 
 def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export import postmortem as export
-    from journal.export.changes import read_outputs
+    from journal.export.changes import failures, read_outputs
     from journal.service.findings import journal_findings
 
+    base_url = _base_url(args.base_url) if args.base_url else None
     output = output_file(Path(args.output), "the postmortem") if args.output else None
     fmt = args.format or (SUFFIXES.get(output.suffix.lower()) if output else None) or "md"
     journal = ctx.read_journal()
@@ -58,7 +65,13 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
             "run, probe, figure or note (`journal run step NAME` or `journal import "
             "transcript FILE --host H` records some)"
         )
-    doc = export.build(findings, timeline, outputs=read_outputs(ctx.store, journal, timeline))
+    doc = export.build(
+        findings,
+        timeline,
+        outputs=read_outputs(ctx.store, journal, timeline),
+        tails=failures(ctx.store, timeline),
+        base_url=base_url,
+    )
     if output is None:
         sys.stdout.write(export.render(doc, fmt))
         return 0
@@ -75,6 +88,19 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
         f"{found} pitfall{'' if found == 1 else 's'}, {len(doc['timeline'])} timeline items)"
     )
     return 0
+
+
+def _base_url(url: str) -> str:
+    """``--base-url``: an http(s) URL with a host, without its trailing slash."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise BadInput(
+            f"--base-url {url!r} is not an http(s) URL of the web UI (such as "
+            "http://gpu-box:8000, where `journal serve` answers)"
+        )
+    return url.strip().rstrip("/")
 
 
 def write_charts(output: Path, charts: list[dict[str, Any]]) -> list[tuple[str, str]]:

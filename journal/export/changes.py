@@ -23,6 +23,19 @@ from journal.projections.timeline import ProbeView, StepRunView, Timeline
 VOLATILE = ("seconds", "probe")
 #: Fields shown per probe diff (the rest are counted).
 PROBE_FIELDS = 30
+#: A probe field named so (its last dotted part) is where or when something was read, not what:
+#: its change is noise in a diff (``nccl_library.path``).
+NOISE_NAMES = frozenset(
+    {"path", "paths", "file", "location", "time", "ts", "timestamp", "seconds", "elapsed",
+     "duration", "started", "finished", "took"}
+)  # fmt: skip
+NOISE_SUFFIXES = ("_path", "_paths", "_file", "_time", "_at", "_seconds", "_ts")
+#: What a probe field reads when it holds nothing: absent (None here), None, unreadable, empty.
+NOTHING = (None, "None", "?", "", "[]")
+#: Lines of a failed step's stderr the postmortem shows (its tail), and the most characters of
+#: one line kept (a longer line is cut, and says so).
+TAIL_LINES = 20
+TAIL_LINE_CHARS = 400
 #: Packages whose version is always worth stating when the host has them.
 KEY_PACKAGES = (
     "torch",
@@ -61,6 +74,62 @@ def read_outputs(store: Any, journal: str, timeline: Timeline) -> dict[str, str]
     return {run: recorded_output(store, journal, run) for run in outputs_needed(timeline)}
 
 
+def failed_runs(timeline: Timeline) -> list[StepRunView]:
+    """The step runs that did not succeed (failed, timed out, interrupted, lost), in order."""
+    from journal.export.entries import DONE
+
+    return [r for r in timeline.step_runs() if r.status not in (*DONE, "running")]
+
+
+def stderr_tail(store: Any, run_id: str, count: int = TAIL_LINES) -> dict[str, Any]:
+    """The last ``count`` lines a run printed on stderr, read chunk by chunk
+    (:meth:`EventStore.output_chunks`): only those lines, the line being read and a count are
+    ever held, however long the output. ``lines``: the tail (ANSI codes out, each line cut at
+    :data:`TAIL_LINE_CHARS`); ``before``: how many stderr lines came before it."""
+    from collections import deque
+
+    from journal.output import chunk_text
+    from journal.terminal import CONTROL, clean
+
+    tail: deque[str] = deque(maxlen=count)
+    seen = 0
+    partial: list[str] = []
+    size = 0
+
+    def add(piece: str) -> None:
+        nonlocal size
+        if size < TAIL_LINE_CHARS + 1:
+            partial.append(piece[: TAIL_LINE_CHARS + 1 - size])
+            size += len(partial[-1])
+
+    def close() -> None:
+        nonlocal seen, size
+        line = CONTROL.sub("", clean("".join(partial).rstrip("\r")))
+        if size > TAIL_LINE_CHARS:
+            line = line[:TAIL_LINE_CHARS] + " …"
+        tail.append(line)
+        seen += 1
+        partial.clear()
+        size = 0
+
+    for _, chunk in store.output_chunks(run_id):
+        if chunk.stream != "stderr":
+            continue
+        pieces = chunk_text(chunk).split("\n")
+        for piece in pieces[:-1]:
+            add(piece)
+            close()
+        add(pieces[-1])
+    if partial and "".join(partial):
+        close()
+    return {"lines": list(tail), "before": seen - len(tail)}
+
+
+def failures(store: Any, timeline: Timeline) -> dict[str, dict[str, Any]]:
+    """Run id -> :func:`stderr_tail` of each run :func:`failed_runs` names."""
+    return {run.run_id: stderr_tail(store, run.run_id) for run in failed_runs(timeline)}
+
+
 def _package(change: PackageChange) -> dict[str, Any]:
     return {
         "name": change.name,
@@ -97,13 +166,26 @@ def flatten(value: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def noise(field: str, before: str | None, after: str | None) -> bool:
+    """Whether a probe field's change says nothing: it held nothing before and after (absent,
+    None, unreadable: ``nccl_library.path: - → None``, or ``nccl_library: ? → -`` once the
+    field became a table whose own fields are shown), or it is where or when something was read
+    (a path, a time)."""
+    if before in NOTHING and after in NOTHING:
+        return True
+    last = field.rsplit(".", 1)[-1].lower()
+    return last in NOISE_NAMES or last.endswith(NOISE_SUFFIXES)
+
+
 def probe_diff(before: ProbeView, after: ProbeView) -> list[dict[str, Any]]:
-    """The fields ``after`` read differently from ``before`` (same probe, same host)."""
+    """The fields ``after`` read differently from ``before`` (same probe, same host), noise
+    (:func:`noise`) left out."""
     old, new = flatten(before.result or {}), flatten(after.result or {})
     rows = []
     for key in [*old, *(k for k in new if k not in old)]:
-        if old.get(key) != new.get(key):
-            rows.append({"field": key, "before": old.get(key), "after": new.get(key)})
+        was, now = old.get(key), new.get(key)
+        if was != now and not noise(key, was, now):
+            rows.append({"field": key, "before": was, "after": now})
     return rows
 
 

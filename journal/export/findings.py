@@ -60,31 +60,83 @@ def pitfall_dict(found: Finding, timeline: Timeline) -> dict[str, Any]:
     }
 
 
-def action_items(findings: list[Finding], notes: list[NoteView]) -> list[dict[str, Any]]:
-    """Open findings, worst first, each pitfall once with the hosts and runs it covers; then
-    notes tagged ``action``."""
+#: Abbreviations whose full stop ends no sentence.
+ABBREVIATIONS = ("e.g", "i.e", "etc", "vs", "cf")
+
+
+def first_sentence(advice: str) -> str:
+    """Advice up to the end of its first sentence (``.`` or ``;`` then a space, outside
+    a code span), for the action items; the findings carry it whole."""
+    inside = False
+    for i, char in enumerate(advice):
+        if char == "`":
+            inside = not inside
+        elif inside or char not in ".;" or advice[i + 1 : i + 2] != " ":
+            continue
+        elif char == "." and advice[:i].lower().endswith(ABBREVIATIONS):
+            continue
+        else:
+            return advice[:i].rstrip() + "."
+    return advice.rstrip().rstrip(".") + "."
+
+
+def run_url(base_url: str | None, journal: str, run: str | None) -> str | None:
+    """The web's page of a run (``{base_url}/j/{journal}/run/{run}``), when a base URL is
+    given (`journal export postmortem --base-url URL`)."""
+    if not base_url or not run:
+        return None
+    from urllib.parse import quote
+
+    return f"{base_url.rstrip('/')}/j/{quote(journal, safe='')}/run/{quote(run, safe='')}"
+
+
+def action_items(
+    findings: list[Finding],
+    notes: list[NoteView],
+    *,
+    journal: str = "",
+    base_url: str | None = None,
+) -> list[dict[str, Any]]:
+    """Open findings only (resolved and acknowledged ones need nothing more), worst first,
+    each pitfall once per advice (``keys``, ``hosts`` and ``runs`` it covers; ``links``: each
+    run with its page under ``base_url``, None without one), the advice shortened to its first
+    sentence (``advice``; ``advice_full`` whole, as the findings show it); then notes tagged
+    ``action``."""
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
-    merged: dict[str, list[Finding]] = {}
+    merged: dict[tuple[str, str], list[Finding]] = {}
     for found in findings:
         if found.is_open:
-            merged.setdefault(found.id, []).append(found)
+            merged.setdefault((found.id, found.advice), []).append(found)
     items: list[dict[str, Any]] = []
     for same in merged.values():
         worst = min(same, key=lambda f: order[f.severity])
         hosts = list(dict.fromkeys(f.host for f in same if f.host))
+        runs = list(dict.fromkeys(f.run for f in same if f.run))
+        host_of = {f.run: f.host for f in same if f.run}
+        step_of = {f.run: f.step for f in same if f.run}
         items.append(
             {
                 "kind": "finding",
                 "key": worst.key,
-                "keys": [f.key for f in same],
+                "keys": list(dict.fromkeys(f.key for f in same)),
                 "id": worst.id,
                 "severity": worst.severity,
                 "title": worst.title,
-                "advice": worst.advice,
+                "advice": first_sentence(worst.advice),
+                "advice_full": worst.advice,
                 "host": worst.host,
                 "step": worst.step,
                 "hosts": hosts,
-                "runs": [f.run for f in same if f.run],
+                "runs": runs,
+                "links": [
+                    {
+                        "run": run,
+                        "host": host_of.get(run),
+                        "step": step_of.get(run),
+                        "url": run_url(base_url, journal, run),
+                    }
+                    for run in runs
+                ],
                 "count": len(same),
             }
         )

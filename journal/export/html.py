@@ -51,6 +51,7 @@ def environment() -> Environment:
         figure=wording.figure,
         percent=wording.percent_text,
         first_line=wording.first_line,
+        prose=wording.code_spans,
     )
     env.globals.update(
         outcome=wording.outcome,
@@ -58,6 +59,7 @@ def environment() -> Environment:
         took=wording.took,
         period=wording.period,
         series_name=wording.series_name,
+        stack_rows=wording.stack_rows,
         EMPTY=wording.EMPTY,
     )
     return env

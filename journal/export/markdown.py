@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from journal.export.wording import (
+    CODE_SPAN,
     EMPTY,
     elapsed,
     figure,
@@ -23,17 +24,35 @@ from journal.export.wording import (
     percent_text,
     period,
     series_name,
+    stack_rows,
     took,
     what,
     when,
 )
 
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&!])")
+_SPECIAL = re.compile(r"([\\`*_\[\]<|~&#])")
+#: Characters special only where a line (or the text) starts: a quote or a list.
+_LEADING = re.compile(r"^(>|[+\-](?= |$))")
+_NUMBERED = re.compile(r"^(\d+)([.)])(?= |$)")
+
+
+def _prose(value: str) -> str:
+    return _SPECIAL.sub(r"\\\1", value)
 
 
 def text(value: Any) -> str:
-    """Prose on one line with Markdown's special characters escaped."""
-    return _SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+    """Prose on one line with Markdown's special characters escaped, but for the code spans it
+    holds (```--reinstall```), kept as code: a code span shows its content literally, so
+    nothing in it can add markup (``|`` aside, escaped for tables). ``>``, ``-``, ``+`` and
+    ``1.`` are escaped only where they would start a quote or a list (``->`` stays so)."""
+    line = " ".join(str(value).split())
+    out, at = [], 0
+    for span in CODE_SPAN.finditer(line):
+        out.append(_prose(line[at : span.start()]))
+        out.append(span.group(0).replace("|", "\\|"))
+        at = span.end()
+    out.append(_prose(line[at:]))
+    return _NUMBERED.sub(r"\1\\\2", _LEADING.sub(r"\\\1", "".join(out)))
 
 
 def code(value: Any) -> str:
@@ -96,6 +115,7 @@ def render(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None = None
         "",
         "## Summary",
         "",
+        *_story(doc),
         *(text(s) for s in doc["summary"]["sentences"]),
         "",
     ]
@@ -103,6 +123,7 @@ def render(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None = None
         out += [text(note["text"]), ""]
     out += _impact(doc, chart_links)
     out += _timeline(doc)
+    out += _failures(doc)
     out += _changes(doc)
     out += _pitfalls(doc)
     out += ["## Root causes", "", *_notes(doc["root_causes"], "root_causes")]
@@ -111,6 +132,61 @@ def render(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None = None
     out += ["## Lessons learned", "", *_notes(doc["lessons"], "lessons")]
     out += _supporting(doc)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _story(doc: dict[str, Any]) -> list[str]:
+    """The story first: per host its stack before and after, then the headline and the
+    findings by state, in words."""
+    told = doc["story"]
+    out = []
+    for host in told["hosts"]:
+        rows = [
+            [
+                text(m["what"]),
+                code(m["before"] or "-"),
+                code(m["after"] or "-"),
+                "changed" if m["changed"] else "",
+            ]
+            for m in stack_rows(host)
+        ]
+        out += [f"**Stack on {code(host['host'])}**", ""]
+        out += table(["", "Before", "After", ""], rows) if rows else []
+        out.append("")
+        if host["other_packages"]:
+            out += [f"_And {_count(host['other_packages'], 'other package')} moved._", ""]
+    for line in told["lines"][len(told["hosts"]) :]:
+        out += [text(line), ""]
+    return out
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _failures(doc: dict[str, Any]) -> list[str]:
+    out = ["## Failed steps", ""]
+    if not doc["failures"]:
+        return out + ["_No step run failed._", ""]
+    for run in doc["failures"]:
+        exit_code = f", exit status {run['exit_code']}" if run["exit_code"] is not None else ""
+        page = f" ([run page](<{_dest(run['url'])}>))" if run["url"] else ""
+        out += [
+            f"### {code(run['step'])} on {code(run['host'])}: {text(run['status'])}{exit_code}",
+            "",
+            f"At {text(when(run['time']))}, run {code(run['run'])}{page}: {code(run['command'])}",
+            "",
+        ]
+        if run["stderr"]:
+            before = (
+                f" (after {_count(run['stderr_before'], 'earlier line')})"
+                if run["stderr_before"]
+                else ""
+            )
+            out += [f"The last lines of its stderr{before}:", "", *block("\n".join(run["stderr"]))]
+        else:
+            out.append("_It printed nothing on stderr._")
+        out.append("")
+    return out
 
 
 def _change_row(name: str, host: str | None, change: dict[str, Any], between: str) -> list[str]:
@@ -272,18 +348,24 @@ def _pitfalls(doc: dict[str, Any]) -> list[str]:
 def _actions(doc: dict[str, Any]) -> list[str]:
     out = ["## Action items", ""]
     if not doc["action_items"]:
-        return out + _empty("action_items")
+        return out + _empty("action_items" if doc["pitfalls"] else "no_findings")
     for item in doc["action_items"]:
         if item["kind"] == "finding":
-            where = f" ({code(item['step'])} on {code(item['host'])})" if item["step"] else ""
-            more = (
-                f" ({item['count']} findings, on {', '.join(item['hosts'])})"
-                if item["count"] > 1
-                else ""
-            )
+            runs = []
+            for link in item["links"]:
+                where = " on ".join(code(x) for x in (link["step"], link["host"]) if x)
+                run = (
+                    f"[run {code(link['run'])}](<{_dest(link['url'])}>)"
+                    if link["url"]
+                    else f"run {code(link['run'])}"
+                )
+                runs.append(f"{where} ({run})" if where else run)
+            hosts = ", ".join(code(h) for h in item["hosts"])
+            covers = "; ".join(runs) or (f"on {hosts}" if hosts else "")
+            more = f"{item['count']} findings: " if item["count"] > 1 else ""
+            told = f" ({more}{covers})" if covers else ""
             out.append(
-                f"- [ ] **{item['severity']}** {code(item['key'])}{where}{more}: "
-                f"{text(item['title'])}. {text(item['advice'])}"
+                f"- [ ] **{item['severity']}** {code(item['id'])}: {text(item['advice'])}{told}"
             )
         else:
             out.append(f"- [ ] {text(item['text'])}")

@@ -17,6 +17,18 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   succeed (an imported command, whose exit status is unknown, counts as done); else
   ``mitigated`` while a warning is open; else ``resolved`` (open ``info`` findings stay
   action items but do not keep it open). ``status_reasons`` says why, one sentence each.
+- ``story``: the upgrade at a glance (:mod:`journal.projections.story`, as
+  ``journal status`` tells it): ``hosts`` (each ``host``, its ``stack``: torch, CUDA, NCCL and
+  driver from the first and the latest torch-env reading, and ``packages``: the key packages
+  that moved between the first and the latest package snapshot, each ``what``, ``before``,
+  ``after``, ``changed``; ``other_packages``: how many others moved), ``headline`` (the
+  headline rate series: ``first``, ``worst``, ``last``, ``percent``…, or None), ``findings``
+  (``open`` by severity, ``acknowledged``, ``resolved``) and ``lines`` (the same in words).
+  The summary opens with it, the stack as a table per host (before, after).
+- ``failures``: each step run that did not succeed, in order: ``run``, ``step``, ``host``,
+  ``time``, ``status``, ``exit_code``, ``command``, ``url`` (its page, with a base URL),
+  ``stderr`` (the last lines it printed on stderr, at most 20, ANSI codes out) and
+  ``stderr_before`` (how many stderr lines came before those).
 - ``summary``: ``sentences`` generated from the record (runs, hosts, failures, pitfalls, the
   headline throughput change) and ``notes`` tagged ``summary``.
 - ``impact``: ``throughput`` (series of rates: tok/s, GB/s, …) and ``other`` (latencies,
@@ -32,15 +44,18 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   ``duration``, ``status``, probes, expectations, figures and finding keys.
 - ``changes``: per host, the step runs that changed (or verifiably did not change) packages,
   from the snapshots or else from the installer's output (``source``), and what each probe
-  read differently from its previous result on that host.
+  read differently from its previous result on that host (noise left out: a field that held
+  nothing before and after, a path or a time).
 - ``pitfalls``: every finding with its ``evidence`` (the first lines), ``state`` (``open``,
   ``acknowledged``, ``resolved``), ``resolved_by`` (the later ``run``, ``step``, ``host``,
   ``kind``: run, probe or figure, and ``why``), ``acknowledged`` (``note``, ``by``, ``at``),
   ``regression_of`` (the earlier finding it repeats) and ``resolution`` (the same, worded:
   ``acknowledged`` and the ``later`` facts).
 - ``root_causes``, ``trigger``, ``lessons``: notes tagged ``root-cause``, ``trigger``,
-  ``lesson``. ``action_items``: open findings, each pitfall once (``keys``, ``hosts``, ``runs`` it
-  covers), then notes tagged ``action``.
+  ``lesson``. ``action_items``: open findings only, each pitfall once per advice (``keys``,
+  ``hosts``, ``runs`` it covers; ``links``: each run with its ``url`` on the web, given
+  `--base-url`), ``advice`` its first sentence (``advice_full`` whole), then notes tagged
+  ``action``.
 - ``supporting``: ``commands`` (every command run, in order), ``versions`` (per host: the
   latest torch-env probe and the versions of the packages the journal changed) and
   ``record`` (journal's version, event count, last event).
@@ -52,9 +67,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from journal.export.changes import host_changes, versions
+from journal.export.changes import failed_runs, host_changes, versions
 from journal.export.entries import DONE, elapsed, entry, note_dict
-from journal.export.findings import action_items, pitfall_dict
+from journal.export.findings import action_items, pitfall_dict, run_url
 from journal.export.impact import headline_text, impact
 from journal.pitfalls.base import SEVERITIES, STATES, Finding
 from journal.projections.metrics import change_steps
@@ -87,13 +102,19 @@ def build(
     outputs: Mapping[str, str] | None = None,
     charts: list[Any] | None = None,
     journal_version: str | None = None,
+    tails: Mapping[str, dict[str, Any]] | None = None,
+    base_url: str | None = None,
 ) -> dict[str, Any]:
     """The postmortem of a judged journal (see the module docstring for its keys).
 
     ``outputs`` holds the recorded output of step runs without package snapshots (see
     :func:`journal.export.changes.outputs_needed`), read for the changes their installer
-    printed; ``charts`` the charts of the figures (default: :func:`charts_of` the timeline).
+    printed; ``charts`` the charts of the figures (default: :func:`charts_of` the timeline);
+    ``tails`` the stderr tail of each failed run (:func:`journal.export.changes.failures`);
+    ``base_url`` where the web serves the journal, for links to run pages.
     """
+    from journal.projections.story import lines, story
+
     if journal_version is None:
         from journal import __version__ as journal_version
     times = _times(timeline)
@@ -108,6 +129,7 @@ def build(
     effect = impact(timeline, steps)
     changed = host_changes(timeline, outputs or {})
     status, reasons = status_of(findings, timeline)
+    told = story(timeline, findings)
     return {
         "format": "journal-postmortem",
         "version": 1,
@@ -122,6 +144,8 @@ def build(
         "hosts": hosts_of(timeline),
         "status": status,
         "status_reasons": reasons,
+        "story": {**told.as_dict(), "lines": lines(told)},
+        "failures": failures_of(timeline, tails or {}, base_url),
         "summary": {
             "sentences": summary_sentences(findings, timeline, effect, start, end),
             "notes": [note_dict(n) for n in notes if "summary" in n.tags],
@@ -142,7 +166,7 @@ def build(
         "pitfalls": [pitfall_dict(f, timeline) for f in findings],
         "root_causes": [note_dict(n) for n in notes if "root-cause" in n.tags],
         "trigger": [note_dict(n) for n in notes if "trigger" in n.tags],
-        "action_items": action_items(findings, notes),
+        "action_items": action_items(findings, notes, journal=timeline.journal, base_url=base_url),
         "lessons": [note_dict(n) for n in notes if "lesson" in n.tags],
         "supporting": {
             "commands": [
@@ -166,6 +190,30 @@ def build(
             },
         },
     }
+
+
+def failures_of(
+    timeline: Timeline, tails: Mapping[str, dict[str, Any]], base_url: str | None
+) -> list[dict[str, Any]]:
+    """Each step run that did not succeed, with the tail of its stderr (``tails``)."""
+    out = []
+    for run in failed_runs(timeline):
+        tail = tails.get(run.run_id) or {"lines": [], "before": 0}
+        out.append(
+            {
+                "run": run.run_id,
+                "step": run.step,
+                "host": run.host,
+                "time": run.started,
+                "status": run.status,
+                "exit_code": run.exit_code,
+                "command": run.command,
+                "url": run_url(base_url, timeline.journal, run.run_id),
+                "stderr": list(tail["lines"]),
+                "stderr_before": tail["before"],
+            }
+        )
+    return out
 
 
 def charts_of(timeline: Timeline) -> list[Any]:
@@ -245,7 +293,11 @@ def status_of(findings: list[Finding], timeline: Timeline) -> tuple[str, list[st
         return "open", reasons
     if warnings:
         return "mitigated", reasons
-    if not settled:
+    if not findings:
+        reasons.append("No findings: nothing to resolve or acknowledge.")
+        if timeline.step_runs():
+            reasons.append("The latest run of every step went through.")
+    elif not settled:
         reasons.append(
             "No warning or error was found, and the latest run of every step went through."
         )
@@ -337,13 +389,18 @@ def of_journal(
 ) -> dict[str, Any]:
     """The postmortem of a journal of ``store`` (judged here unless given, as the web's cache
     gives them), with the output of its runs without snapshots read for their changes."""
-    from journal.export.changes import read_outputs
+    from journal.export.changes import failures, read_outputs
 
     if findings is None or timeline is None:
         from journal.service.findings import journal_findings
 
         findings, timeline = journal_findings(store, journal)
-    return build(findings, timeline, outputs=read_outputs(store, journal, timeline))
+    return build(
+        findings,
+        timeline,
+        outputs=read_outputs(store, journal, timeline),
+        tails=failures(store, timeline),
+    )
 
 
 def _finite(value: Any) -> Any:

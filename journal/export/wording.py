@@ -6,6 +6,7 @@ plain text (escaping is the renderer's job).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from journal.display import first_line, seconds, when
@@ -25,6 +26,8 @@ __all__ = [
     "took",
     "period",
     "EMPTY",
+    "stack_rows",
+    "code_spans",
 ]
 
 #: What an empty section says, and how the record could fill it.
@@ -36,7 +39,8 @@ EMPTY = {
     "pitfalls": "No pitfall was found.",
     "root_causes": "No note tagged root-cause: `journal note --tag root-cause TEXT` adds one.",
     "trigger": "No note tagged trigger: `journal note --tag trigger TEXT` adds one.",
-    "action_items": "None: every finding is acknowledged.",
+    "action_items": "None: every finding is resolved or acknowledged.",
+    "no_findings": "No findings: nothing to resolve or acknowledge.",
     "lessons": "No note tagged lesson: `journal note --tag lesson TEXT` adds one.",
     "versions": "No probe or package snapshot was recorded.",
 }
@@ -134,3 +138,28 @@ def outcome(entry: dict[str, Any]) -> str:
     if entry["findings"]:
         parts.append("pitfalls: " + ", ".join(k.split(":")[0] for k in entry["findings"]))
     return "; ".join(parts)
+
+
+def stack_rows(host: dict[str, Any]) -> list[dict[str, Any]]:
+    """A host's stack table: torch, CUDA, NCCL, driver, then the key packages that moved
+    (torch's package only when no torch-env reading gave torch already)."""
+    read = {m["what"] for m in host["stack"]}
+    return [*host["stack"], *(m for m in host["packages"] if m["what"] not in read)]
+
+
+#: A code span in prose: a run of backticks, then anything up to the same run (CommonMark).
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def code_spans(value: Any) -> Any:
+    """Prose as HTML with its code spans (```--reinstall```) as ``<code>``, the rest escaped."""
+    from markupsafe import Markup, escape
+
+    line = str(value)
+    out, at = [], 0
+    for span in CODE_SPAN.finditer(line):
+        out.append(escape(line[at : span.start()]))
+        out.append(Markup("<code>%s</code>") % span.group(2).strip())
+        at = span.end()
+    out.append(escape(line[at:]))
+    return Markup("").join(out)
