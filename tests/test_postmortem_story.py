@@ -356,3 +356,67 @@ def test_zero_findings_say_so(quiet: Exports) -> None:
     assert "No findings: nothing to resolve or acknowledge." in _html_section(
         quiet.html, "action-items"
     )
+
+
+def _chunk(stream: str, data: str) -> Any:
+    from journal.events import OutputChunk
+
+    return OutputChunk(
+        run="r1", host_name="box", stream=stream, data=data, encoding="utf-8",
+        size=len(data), t=0.0,
+    )  # fmt: skip
+
+
+class _Chunks:
+    """A store that hands out a run's chunks one at a time, as EventStore.output_chunks does,
+    making each only when asked (so that nothing holds the whole output but the reader)."""
+
+    def __init__(self, count: int, make: Any) -> None:
+        self.count, self.make, self.read = count, make, 0
+
+    def output_chunks(self, run_id: str, **_: Any) -> Any:
+        assert run_id == "r1"
+        for i in range(self.count):
+            self.read += 1
+            yield i + 1, self.make(i)
+
+
+def test_stderr_tail_reads_chunk_by_chunk_and_holds_only_the_tail() -> None:
+    import tracemalloc
+
+    from journal.export.changes import TAIL_LINE_CHARS, stderr_tail
+
+    # 20 MB of stderr in 20,000 chunks, each line begun in one chunk and ended in the next,
+    # stdout between them; then a line of 8 MB with no newline at all, which ends the output
+    line = "x" * 1000
+
+    def make(i: int) -> Any:
+        if i % 2:
+            return _chunk("stdout", "stdout says nothing\n")
+        if i == 39_998:
+            return _chunk("stderr", "y" * 8_000_000)
+        return _chunk("stderr", f"{i // 2:05d}\x1b[1m\n{line}\nstart ")
+
+    store = _Chunks(40_000, make)
+    tracemalloc.start()
+    try:
+        tail = stderr_tail(store, "r1")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert store.read == 40_000
+    assert peak < 20_000_000  # one 8 MB chunk at a time at most, never the 28 MB
+    lines = tail["lines"]
+    assert len(lines) == 20 and tail["before"] == 2 * 19_999 + 1 - 20
+    assert lines[-1] == ("start " + "y" * 8_000_000)[:TAIL_LINE_CHARS] + " …"  # cut, and says so
+    assert lines[-2] == line[:TAIL_LINE_CHARS] + " …"
+    assert lines[-3] == "start 19998"  # its colour code out
+    assert lines[1] == "start 19990" and lines[0] == lines[-2]
+    assert not any("stdout" in x for x in lines)
+
+
+def test_a_run_that_printed_nothing_on_stderr_has_an_empty_tail() -> None:
+    from journal.export.changes import stderr_tail
+
+    store = _Chunks(3, lambda i: _chunk("stdout", "only stdout\n"))
+    assert stderr_tail(store, "r1") == {"lines": [], "before": 0}

@@ -9,7 +9,7 @@ discipline would have sent); bytes that are not UTF-8 are shown as U+FFFD.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -22,8 +22,14 @@ WIDTH, HEIGHT = 120, 40
 
 def to_cast(records: Iterable[Recorded]) -> list[str]:
     """The lines of the .cast file for one run's events (StepStarted first)."""
+    return list(stream_cast(records))
+
+
+def stream_cast(records: Iterable[Recorded]) -> Iterator[str]:
+    """The lines of the .cast file one at a time, as the run's events are read (the web's
+    download streams them: a run's output is never held whole)."""
     header: dict[str, Any] | None = None
-    events: list[str] = []
+    waiting: list[str] = []  # events read before the StepStarted (none, as the store reads)
     last = 0.0
     for rec in records:
         event = rec.event
@@ -38,10 +44,16 @@ def to_cast(records: Iterable[Recorded]) -> list[str]:
                 "title": f"{event.step} on {event.host_name}",
                 "env": {"TERM": "xterm-256color", "SHELL": "/bin/bash"},
             }
+            yield json.dumps(header)
+            yield from waiting
+            waiting = []
         elif isinstance(event, OutputChunk):
             text = chunk_text(event).replace("\r\n", "\n")
             last = max(last, event.t)  # chunks of two streams may be stored out of time order
-            events.append(json.dumps([round(last, 6), "o", text.replace("\n", "\r\n")]))
+            line = json.dumps([round(last, 6), "o", text.replace("\n", "\r\n")])
+            if header is None:
+                waiting.append(line)
+            else:
+                yield line
     if header is None:
         raise ValueError("no StepStarted for this run")
-    return [json.dumps(header), *events]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
@@ -268,7 +269,13 @@ class EventStore:
         return int(newest or 0), int(done or 0)
 
     def runs_with_text(self, journal: str, needle: str) -> set[str]:
-        """The step runs of a journal whose output holds ``needle`` (case-insensitive).
+        """The step runs of a journal whose output holds ``needle`` (case-insensitive)."""
+        return set(self.lines_with_text(journal, needle))
+
+    def lines_with_text(self, journal: str, needle: str, width: int = 240) -> dict[str, str]:
+        """Per step run of a journal whose output holds ``needle`` (case-insensitive), the
+        first line that holds it (colour codes dropped; at most ``width`` characters, around
+        the match).
 
         A LIKE over the stored chunk payloads narrows the candidates; only the chunks it
         returns are decoded to confirm the match, so one that straddles two chunks is not
@@ -289,7 +296,7 @@ class EventStore:
             select(events.c.run_id).distinct().where(events.c.journal == journal, chunks, candidate)
         )
         wanted = needle.casefold()
-        found: set[str] = set()
+        found: dict[str, str] = {}
         with self.engine.connect() as conn:
             for run_id in list(conn.execute(runs).scalars()):
                 rows = conn.execution_options(yield_per=16).execute(
@@ -300,8 +307,9 @@ class EventStore:
                 for row in rows:
                     chunk = from_row(row.type, row.version, json.loads(row.payload))
                     assert isinstance(chunk, OutputChunk)
-                    if wanted in chunk_text(chunk).casefold():
-                        found.add(run_id)
+                    line = _line_with(chunk_text(chunk), wanted, width)
+                    if line is not None:
+                        found[run_id] = line
                         break
                 rows.close()
         return found
@@ -323,3 +331,25 @@ class EventStore:
             at=utc_now(),
             db=db,
         )
+
+
+#: Terminal escapes (colours, OSC links) left out of a matching line shown as text.
+_ESCAPES = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?)")
+
+
+def _line_with(text: str, wanted: str, width: int) -> str | None:
+    """The first line of ``text`` that holds ``wanted`` (casefolded), colour codes dropped,
+    cut to ``width`` characters around the match; None when no line holds it."""
+    if wanted not in text.casefold():
+        return None
+    for raw in text.splitlines():
+        line = _ESCAPES.sub("", raw)
+        at = line.casefold().find(wanted)
+        if at < 0:
+            continue
+        if len(line) <= width:
+            return line
+        start = max(0, min(at - width // 3, len(line) - width))
+        cut = line[start : start + width]
+        return ("…" if start else "") + cut + ("…" if start + width < len(line) else "")
+    return ""  # the match spans lines or escapes: the run holds it, no one line does

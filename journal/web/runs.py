@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 
 from flask import Blueprint, Response, abort, current_app, render_template, request
 
+from journal.export.cast import stream_cast
 from journal.pitfalls.base import Finding
 from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
@@ -90,7 +92,33 @@ def _summary_context(state: JournalState, run: StepRunView) -> dict[str, Any]:
         "findings": state.findings_of(run_id),
         "elsewhere": elsewhere,
         "runs": state.timeline.runs,
+        **_neighbours(state, run),
     }
+
+
+def _neighbours(state: JournalState, run: StepRunView) -> dict[str, StepRunView | None]:
+    """The runs a run's page links to: the step run before and after it on its host, and
+    (the same step on the same host, next or last) the retry of a failed run, or the failed
+    run a run retried."""
+    same_host = [r for r in state.timeline.runs.values() if r.host == run.host]
+    at = next(i for i, r in enumerate(same_host) if r.run_id == run.run_id)
+    before = same_host[at - 1] if at else None
+    after = same_host[at + 1] if at + 1 < len(same_host) else None
+    same_step = [r for r in same_host if r.step == run.step]
+    at = same_step.index(run)
+    earlier = same_step[at - 1] if at else None
+    later = same_step[at + 1] if at + 1 < len(same_step) else None
+    return {
+        "previous_run": before,
+        "next_run": after,
+        "retried_by": later if later is not None and not _succeeded(run) else None,
+        "retry_of": earlier if earlier is not None and not _succeeded(earlier) else None,
+    }
+
+
+def _succeeded(run: StepRunView) -> bool:
+    """Whether a run ended well (or is still running: nothing to retry yet)."""
+    return run.status in ("succeeded", "running", "imported")
 
 
 @bp.get("")
@@ -141,6 +169,26 @@ def raw(journal: str, run_id: str) -> Response:
         body(),
         mimetype="application/octet-stream",
         headers={"Content-Disposition": f'attachment; filename="{run_id}.out"'},
+    )
+
+
+@bp.get("/cast")
+def cast(journal: str, run_id: str) -> Response:
+    """The run's output as an asciicast v2 file (``asciinema play``), written as its events
+    are read: one line per recorded chunk, never the whole output held at once."""
+    state = journal_or_404(journal)
+    _run_or_404(state, run_id)
+    records = store().read(journal, run_id=run_id, types=["StepStarted", "OutputChunk"])
+
+    def body() -> Iterator[str]:
+        with closing(records):
+            for line in stream_cast(records):
+                yield line + "\n"
+
+    return Response(
+        body(),
+        mimetype="application/x-asciicast",
+        headers={"Content-Disposition": f'attachment; filename="{run_id}.cast"'},
     )
 
 

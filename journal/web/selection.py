@@ -9,7 +9,7 @@ chunks it returns are decoded to confirm the match.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from journal.projections.timeline import (
@@ -105,13 +105,14 @@ def status_of(item: TimelineItem) -> str | None:
     return None
 
 
-def runs_matching(store: EventStore, journal: str, needle: str) -> set[str]:
-    """The step runs of a journal whose output holds ``needle`` (case-insensitive)."""
-    return store.runs_with_text(journal, needle)
+def runs_matching(store: EventStore, journal: str, needle: str) -> dict[str, str]:
+    """The step runs of a journal whose output holds ``needle`` (case-insensitive), each with
+    the first line that holds it (shown under the run in the results)."""
+    return store.lines_with_text(journal, needle)
 
 
 def select_items(
-    state: JournalState, query: TimelineQuery, matching: set[str] | None = None
+    state: JournalState, query: TimelineQuery, matching: Collection[str] | None = None
 ) -> list[TimelineItem]:
     """The timeline items that pass every filter of ``query``, in order."""
     open_runs = state.open_by_run()
@@ -134,7 +135,7 @@ def select_items(
     return chosen
 
 
-def _matches(item: TimelineItem, needle: str, matching: set[str]) -> bool:
+def _matches(item: TimelineItem, needle: str, matching: Collection[str]) -> bool:
     if isinstance(item, StepRunView):
         return item.run_id in matching or needle in item.command.casefold()
     if isinstance(item, NoteView):

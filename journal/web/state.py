@@ -25,6 +25,7 @@ from journal.pitfalls.ledger import Ledger
 from journal.pitfalls.lifecycle import with_acks
 from journal.projections import stored
 from journal.projections.packages import PackageDiff
+from journal.projections.story import Story, story
 from journal.projections.timeline import StepRunView, Timeline, settle
 from journal.service.findings import fold_ack
 from journal.store import EventStore
@@ -48,6 +49,17 @@ class JournalState:
     diffs: DiffCache = field(default_factory=DiffCache, repr=False)
     #: how many items the timeline holds in all when only its newest are loaded (0: all are)
     partial: int = 0
+    _story: Story | None = field(default=None, repr=False, compare=False)
+
+    def story(self) -> Story | None:
+        """The upgrade's story (stack before and after, headline figures, findings by state),
+        told once per state from the timeline and findings it holds; None while only the
+        newest items are loaded (their first readings are not among them)."""
+        if self.partial:
+            return None
+        if self._story is None:
+            self._story = story(self.timeline, self.findings)
+        return self._story
 
     def findings_of(self, run_id: str) -> list[Finding]:
         """The findings about one step run."""

@@ -9,19 +9,25 @@ with what changed since event SEQ; ``/j/<journal>/live?after=SEQ`` streams it as
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 from flask import (
     Blueprint,
     Response,
+    abort,
     current_app,
     make_response,
     render_template,
     request,
     url_for,
 )
+from markupsafe import Markup, escape
 
+from journal.pitfalls.base import Finding
+from journal.projections.story import open_errors, run_status
+from journal.projections.timeline import StepRunView
 from journal.web.selection import (
     KINDS,
     NEWEST,
@@ -64,6 +70,7 @@ def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
         "statuses": STATUSES,
         "updated": [],
         "head": store().last(),
+        "matching": matching or {},
     }
 
 
@@ -83,6 +90,52 @@ def page(journal: str) -> str | Response:
         response.headers["HX-Push-Url"] = url_for("timeline.page", journal=journal, **query.args())
         return response
     return render_template("timeline/page.html", **context)
+
+
+@bp.get("/story")
+def story_part(journal: str) -> str:
+    """The story header alone, for a first page shown before the whole journal was restored
+    (it waits for the fold under way in the background, and reuses it)."""
+    state = journal_or_404(journal)
+    return render_template("timeline/_story.html", journal=journal, told=state.story())
+
+
+@bp.get("/plan/<plan_run>")
+def plan(journal: str, plan_run: str) -> str:
+    """One plan run: its step runs on every host, in order, with how each ended."""
+    state = journal_or_404(journal)
+    runs = [r for r in state.timeline.runs.values() if r.plan_run == plan_run]
+    if not runs:
+        abort(404, f"the journal {journal!r} has no plan run {plan_run!r}")
+    return render_template(
+        "runs/plan.html",
+        state=state,
+        journal=journal,
+        plan_run=plan_run,
+        runs=runs,
+        findings_by_run=state.findings_by_run(),
+    )
+
+
+@bp.app_template_global("run_status")
+def shown_status(run: StepRunView, findings: list[Finding]) -> str:
+    """The status a run is shown with (``no change`` for a succeeded no-op)."""
+    return run_status(run, findings)
+
+
+@bp.app_template_global("open_errors")
+def shown_open_errors(run: StepRunView, findings: list[Finding]) -> int:
+    return open_errors(run, findings)
+
+
+#: A backticked part of a finding's advice: `journal run probe torch-env`.
+_TICKED = re.compile(r"`([^`\n]+)`")
+
+
+@bp.app_template_filter("code_spans")
+def code_spans(text: str | None) -> Markup:
+    """Text with its backticked parts as <code>: escaped first, then marked up."""
+    return Markup(_TICKED.sub(r"<code>\1</code>", str(escape(text or ""))))
 
 
 @bp.get("/items")

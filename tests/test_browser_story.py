@@ -1,0 +1,117 @@
+"""The story pages in Debian's chromium (playwright) against a real `journal serve` of the demo:
+dark mode follows the system's colour scheme, a 400 px wide window keeps the navigation and
+the pages within it (tables scroll inside themselves), and the README's screenshots are taken
+(into a temporary folder here; bench/screenshots.py writes docs/screenshots)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from bench.screenshots import WIDTH, take
+from tests.browsing import chromium, journal_server
+from tests.conftest import copy_demo
+
+DEMO = "cuda13-demo"
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory, demo_journal: tuple[Path, Path]) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("browser-story")
+    db = copy_demo(demo_journal, folder)
+    with journal_server(db, folder / "serve.log") as (served, _):
+        yield served
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+def _page(browser: Browser, **options: object) -> Page:
+    context = browser.new_context(**options)  # type: ignore[arg-type]
+    context.set_default_timeout(15_000)
+    return context.new_page()
+
+
+def _rgb(css: str) -> tuple[int, int, int]:
+    found = re.findall(r"\d+", css)
+    return int(found[0]), int(found[1]), int(found[2])
+
+
+def _lightness(css: str) -> float:
+    r, g, b = _rgb(css)
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def test_dark_mode_follows_the_colour_scheme(browser: Browser, url: str) -> None:
+    for scheme, dark in (("dark", True), ("light", False)):
+        page = _page(browser, color_scheme=scheme, viewport={"width": 1200, "height": 800})
+        try:
+            for path in (f"/j/{DEMO}", f"/j/{DEMO}/findings"):
+                page.goto(url + path)
+                page.locator("#story:not(.pending), .findings-head").first.wait_for()
+                body = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                fg = page.evaluate("getComputedStyle(document.body).color")
+                item = page.evaluate(
+                    "getComputedStyle(document.querySelector('.item, .finding')).backgroundColor"
+                )
+                if dark:
+                    assert _lightness(body) < 0.2 and _lightness(fg) > 0.6, (path, body, fg)
+                    assert item == "rgba(0, 0, 0, 0)" or _lightness(item) < 0.3, (path, item)
+                else:
+                    assert _lightness(body) > 0.9 and _lightness(fg) < 0.3, (path, body, fg)
+        finally:
+            page.context.close()
+
+
+def test_at_400_px_the_navigation_wraps_and_nothing_overflows(browser: Browser, url: str) -> None:
+    page = _page(browser, viewport={"width": 400, "height": 800})
+    try:
+        page.goto(f"{url}/j/{DEMO}")
+        page.locator("#story:not(.pending)").wait_for()
+        run = page.locator("#timeline-list a.step").nth(3).get_attribute("href")
+        plan = None
+        for path in (f"/j/{DEMO}", f"/j/{DEMO}/findings", f"/j/{DEMO}/hosts", run):
+            assert path is not None
+            page.goto(url + path)
+            page.locator("header.top nav.tabs").first.wait_for()
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 400, (path, width)
+            # every link of the navigation is within the window, none cut off
+            rights = page.evaluate(
+                "[...document.querySelectorAll('header.top a')]"
+                ".map(a => a.getBoundingClientRect().right)"
+            )
+            assert rights and max(rights) <= 400, (path, rights)
+            found = page.locator("a.plan-run")
+            if found.count():
+                plan = found.first.get_attribute("href")
+        page.goto(f"{url}/j/{DEMO}")
+        page.locator("table.stack").first.wait_for()
+        rights = page.evaluate(
+            "[...document.querySelectorAll('#story, #story table.stack')]"
+            ".map(e => e.getBoundingClientRect().right)"
+        )
+        assert len(rights) >= 2 and max(rights) <= 400, rights  # the stack fits, cells wrap
+        if plan is not None:
+            page.goto(url + plan)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 400
+    finally:
+        page.context.close()
+
+
+def test_readme_screenshots_are_taken_at_1400_px(
+    browser: Browser, url: str, tmp_path: Path
+) -> None:
+    shots = take(browser, url, tmp_path)
+    assert [s.name for s in shots] == ["journal.png", "findings.png"]
+    for shot in shots:
+        data = shot.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert int.from_bytes(data[16:20], "big") == WIDTH
