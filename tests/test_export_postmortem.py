@@ -164,7 +164,7 @@ def test_json_has_every_section_filled_from_the_record_and_the_figures_right(see
     assert tokens["overall"]["percent"] == 6.8 and tokens["unit"] == "tok/s"
     assert doc["impact"]["throughput"][0] is tokens or doc["impact"]["throughput"][0] == tokens
     assert doc["impact"]["headline"]["percent"] == 6.8
-    assert any("90.00 → 54.10 → 96.10 tok/s" in s for s in doc["summary"]["sentences"])
+    assert any("90.00 → 54.10 → 96.10 tok/s" in s for s in doc["story"]["lines"])
     assert [n["text"] for n in doc["summary"]["notes"]] == [NOTES["summary"]]
     assert any(c["throughput"] and "<svg" in c["svg"] for c in doc["charts"])
 

@@ -30,7 +30,7 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   ``stderr`` (the last lines it printed on stderr, at most 20, ANSI codes out) and
   ``stderr_before`` (how many stderr lines came before those).
 - ``summary``: ``sentences`` generated from the record (runs, hosts, failures, pitfalls, the
-  headline throughput change) and ``notes`` tagged ``summary``.
+  headline throughput change, unless the story tells it) and ``notes`` tagged ``summary``.
 - ``impact``: ``throughput`` (series of rates: tok/s, GB/s, …) and ``other`` (latencies,
   counts), each series with ``metric``, ``title``, ``host``, ``labels``, ``unit``, ``points``,
   ``changes`` (consecutive trusted figures) and ``overall`` (first against last); a change
@@ -147,7 +147,9 @@ def build(
         "story": {**told.as_dict(), "lines": lines(told)},
         "failures": failures_of(timeline, tails or {}, base_url),
         "summary": {
-            "sentences": summary_sentences(findings, timeline, effect, start, end),
+            "sentences": summary_sentences(
+                findings, timeline, effect, start, end, headline=told.headline is None
+            ),
             "notes": [note_dict(n) for n in notes if "summary" in n.tags],
         },
         "impact": effect,
@@ -322,8 +324,11 @@ def summary_sentences(
     effect: dict[str, Any],
     start: str | None,
     end: str | None,
+    *,
+    headline: bool = True,
 ) -> list[str]:
-    """What happened, in a few sentences made from the record."""
+    """What happened, in a few sentences made from the record (the headline throughput change
+    too, unless ``headline`` is false: the story above them tells it)."""
     from journal.display import when
 
     runs = timeline.step_runs()
@@ -371,9 +376,9 @@ def summary_sentences(
         )
     else:
         out.append("No pitfall was found.")
-    headline = headline_text(effect)
-    if headline:
-        out.append(headline)
+    told = headline_text(effect) if headline else None
+    if told:
+        out.append(told)
     return out
 
 
