@@ -4,12 +4,24 @@ Prompts recognised: ``user@host:~/dir$ cmd``, ``user@host:~# cmd``, ``(venv) use
 ``[user@host dir]$ cmd``, ``$ cmd`` and ``# cmd``. A ``# …`` line is a root prompt only when
 what follows reads as a command (a known program, a path, ``VAR=value``); otherwise it is a
 comment. ``>>> `` (Python) is not a prompt.
+
+Times, where the transcript has them (see :data:`STAMP`): a prompt that starts with the time
+(bash ``PS1='[\\t] …'`` gives ``[12:01:33] user@host:~$ cmd``, ``\\D{%F %T}`` gives
+``[2026-12-01 12:01:33] …``, zsh ``%*`` gives ``12:01:33 …``), and `ts` (moreutils) stamps on
+every line (``Dec 01 12:01:33 …`` by default, ``2026-12-01 12:01:33 …`` with ``ts '%F %T'``).
+A `script` log's ``Script started on 2026-12-01 12:00:00…`` header dates a session whose
+prompts carry only the time of day, and its ``Script done on …`` line ends the last command.
+A command starts at its prompt's time and lasts until the next prompt's (or, for the last
+one, its last stamped output line or the ``Script done`` time); without them it is untimed.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import shlex
 from dataclasses import dataclass, field
+from datetime import datetime
 
 _USER_HOST = re.compile(
     r"^(?:\([^)\n]{1,80}\)\s*)?"  # (venv)
@@ -43,6 +55,9 @@ class Command:
     host: str | None = None
     output: list[str] = field(default_factory=list)
     raw: str = ""  # the prompt line as pasted
+    at: str | None = None  # the prompt's time as the transcript printed it
+    clock: float | None = None  # seconds since the transcript's first time (or its day)
+    duration: float | None = None  # until the next prompt's time, when both are known
 
     @property
     def first_output_line(self) -> int:
@@ -77,36 +92,218 @@ def prompt(line: str) -> tuple[str, str | None, str | None] | None:
     return None
 
 
+_MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+
+#: A time at the start of a line: ``[12:01:33] ``, ``12:01:33 ``, ``[2026-12-01 12:01:33] ``,
+#: ``2026-12-01T12:01:33 ``, ``Dec 01 12:01:33 `` (fractions of a second allowed).
+STAMP = re.compile(
+    r"^(?P<open>\[)?(?:(?P<date>\d{4}-\d{2}-\d{2})[ T]|(?P<mon>"
+    + "|".join(_MONTHS)
+    + r") {1,2}(?P<day>\d{1,2}) )?(?P<time>(?:[01]?\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?)"
+    r"(?(open)\]) "
+)
+_SCRIPT = re.compile(
+    r"^Script (?P<what>started|done) on (?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})"
+)
+
+
+def _seconds(match: re.Match[str]) -> tuple[str, float, str | None]:
+    """(as printed, seconds into its day, its date when it has one) of a stamp."""
+    h, m, s = match.group("time").split(":")
+    seconds = int(h) * 3600 + int(m) * 60 + float(s)
+    date = match.group("date")
+    if date is None and match.groupdict().get("mon"):
+        month = _MONTHS.index(match.group("mon")) + 1
+        date = f"--{month:02d}-{int(match.group('day')):02d}"  # no year: ordered in the year
+    shown = match.group(0).strip().strip("[]")
+    return shown, seconds, date
+
+
+def _day(date: str | None) -> float:
+    """Seconds to the start of ``date`` from a fixed origin (0 without a date)."""
+    if not date:
+        return 0.0
+    if date.startswith("--"):
+        month, day = (int(x) for x in date[2:].split("-"))
+        date = f"2000-{month:02d}-{day:02d}"
+    try:
+        return (datetime.fromisoformat(date) - datetime(2000, 1, 1)).total_seconds()
+    except ValueError:
+        return 0.0
+
+
 def parse(text: str) -> list[Command]:
-    """The commands of a transcript, in order; text before the first prompt is ignored."""
+    """The commands of a transcript, in order; text before the first prompt is ignored. Each is
+    timed from the transcript's own stamps where it has them (see the module's docstring)."""
+    lines = [raw.rstrip("\r") for raw in text.split("\n")]
+    stamped = [STAMP.match(line) for line in lines]
+    filled = [line for line in lines if line.strip()]
+    # `ts` stamps every line: strip the stamp from output lines too.
+    every = bool(filled) and sum(m is not None for m in stamped) >= 0.8 * len(filled) > 1
     commands: list[Command] = []
-    for number, raw in enumerate(text.split("\n"), 1):
-        line = raw.rstrip("\r")
-        found = prompt(line)
+    session: str | None = None  # the `script` header's date
+    ends: dict[int, float] = {}  # the last stamped output time of each command
+    last = None  # the previous time read, to carry over midnight
+    offset = 0.0
+
+    def clock(seconds: float, date: str | None) -> float:
+        nonlocal last, offset
+        value = _day(date or session) + seconds + (offset if date is None else 0.0)
+        if date is None and last is not None and value < last - 12 * 3600:
+            offset += 86400.0  # a time-of-day stamp went past midnight
+            value += 86400.0
+        last = value
+        return value
+
+    for number, line in enumerate(lines, 1):
+        script = _SCRIPT.match(line)
+        if script is not None:
+            if script.group("what") == "started":
+                session = script.group("date")
+            elif commands:
+                h, m, s = (int(x) for x in script.group("time").split(":"))
+                ends[len(commands) - 1] = clock(h * 3600 + m * 60 + s, script.group("date"))
+            continue
+        stamp = stamped[number - 1]
+        body = line[stamp.end() :] if stamp is not None else line
+        found = prompt(body)
+        if found is None and stamp is not None and not every:
+            stamp, body = None, line  # a line of output that starts with a time
         if found is not None:
             cmd, user, host = found
-            commands.append(Command(len(commands), cmd, number, user, host, raw=line))
+            command = Command(len(commands), cmd, number, user, host, raw=line)
+            if stamp is not None:
+                command.at, seconds, date = _seconds(stamp)
+                command.clock = clock(seconds, date)
+            commands.append(command)
         elif commands:
-            commands[-1].output.append(line)
+            commands[-1].output.append(body)
+            if stamp is not None:
+                _shown, seconds, date = _seconds(stamp)
+                ends[len(commands) - 1] = clock(seconds, date)
     for command in commands:  # the blank lines before the next prompt are not output
         while command.output and not command.output[-1].strip():
             command.output.pop()
+    for command in commands:
+        after = commands[command.index + 1] if command.index + 1 < len(commands) else None
+        end = after.clock if after is not None else ends.get(command.index)
+        if command.clock is not None and end is not None and end >= command.clock:
+            command.duration = end - command.clock
     return commands
 
 
 _PREFIXES = {"sudo", "time", "nohup", "env", "exec", "command"}
+#: Installers' verbs after which the packages named make the step's name.
+_VERBS = {"install", "uninstall", "add", "remove", "upgrade", "update", "sync", "create"}
+#: Options that take a value (the next word), so that it is not taken for a package.
+_VALUED = frozenset(
+    """
+    --python -p --index-url -i --extra-index-url --default-index --index -r --requirement -c
+    --constraint --constraints -t --target --prefix -f --find-links -n --name --channel
+    --upgrade-package -P --root --override --overrides -e --editable --python-version --extra
+    """.split()
+)
+#: How long a name made from a command may be (cut at a word).
+NAME_LIMIT = 60
+_SHELL = re.compile(r"\s(?:\|\|?|&&|;|>>?|2>&1|<)\s|[;|]\s*$")
+_PIN = re.compile(r"(?:\[[^\]]*\])?(?:[=<>!~;@ ].*)?$")
+
+
+def _words(command: str) -> list[str]:
+    command = _SHELL.split(command, maxsplit=1)[0]
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def _clean(text: str) -> str:
+    """``text`` as a step name: other characters made ``-``, runs of them one."""
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", text)
+    return re.sub(r"-{2,}", "-", text).strip("-").lstrip("._")
+
+
+def _bounded(parts: list[str]) -> str:
+    name = ""
+    for part in (p for p in (_clean(x) for x in parts) if p):
+        joined = f"{name}-{part}" if name else part
+        if len(joined) > NAME_LIMIT:
+            return name or joined[:NAME_LIMIT].rstrip("-")
+        name = joined
+    return name
+
+
+def _first_expression(code: str) -> str | None:
+    """The first thing a ``python -c`` snippet prints (or evaluates): ``torch.__version__``."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id != "print":
+                continue
+            for arg in node.args:
+                if isinstance(arg, ast.JoinedStr):
+                    for part in arg.values:
+                        if isinstance(part, ast.FormattedValue):
+                            return ast.unparse(part.value)
+                elif not isinstance(arg, ast.Constant):
+                    return ast.unparse(arg)
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant):
+            return ast.unparse(node.value)
+    return None
+
+
+def _packages(words: list[str]) -> list[str]:
+    """The packages named among an installer's arguments (options and their values left out,
+    versions and extras cut: ``torch==2.10.0`` is ``torch``)."""
+    found: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = word in _VALUED
+            continue
+        name = _PIN.sub("", word.rsplit("/", 1)[-1] if "://" in word else word)
+        if name and name not in found:
+            found.append(name)
+    return found
 
 
 def step_name(command: str) -> str:
-    """A short name for a command: ``uv-pip-install``, ``python3``, ``nvidia-smi``."""
-    words = command.split()
+    """A short name for a command, a valid step name (letters, digits, ``.``, ``_``, ``-``;
+    at most :data:`NAME_LIMIT`): ``uv-pip-install-torch``, ``pip-install-a-b``,
+    ``python3-torch.__version__`` (what a ``python -c`` check prints first),
+    ``python3-torch.utils.collect_env`` (``-m``), ``export-CUDA_HOME``, ``nvidia-smi``."""
+    words = _words(command)
     while words and (words[0] in _PREFIXES or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0])):
         words.pop(0)
     if not words:
         return "command"
-    name = [words[0].rsplit("/", 1)[-1]]
-    for word in words[1:3]:
+    program = words[0].rsplit("/", 1)[-1]
+    rest = words[1:]
+    if program in ("export", "unset", "declare", "typeset"):
+        names = [w.split("=", 1)[0] for w in rest if not w.startswith("-")]
+        return _bounded([program, *names]) or "command"
+    if re.fullmatch(r"python[\d.]*", program) and rest:
+        if rest[0] == "-c" and len(rest) > 1:
+            return _bounded([program, _first_expression(rest[1]) or "c"]) or "command"
+        if rest[0] == "-m" and len(rest) > 1:
+            if rest[1] == "pip":
+                return step_name(" ".join(shlex.quote(w) for w in ["pip", *rest[2:]]))
+            return _bounded([program, rest[1]]) or "command"
+        if not rest[0].startswith("-"):
+            return _bounded([program, rest[0].rsplit("/", 1)[-1]]) or "command"
+    name = [program]
+    for index, word in enumerate(rest[:3]):
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", word):
             break
         name.append(word)
-    return "-".join(name)[:60] or "command"
+        if word in _VERBS:
+            name += _packages(rest[index + 1 :])
+            break
+    return _bounded(name) or "command"

@@ -17,7 +17,7 @@ from journal.events import NoteAdded
 from journal.paths import make_folder, output_file, write_file
 from journal.projections.progress import progress
 from journal.runbook import TEMPLATE, parse
-from journal.terminal import visible_output
+from journal.terminal import visible, visible_output
 
 # journal.service (Fabric, SQLAlchemy) is imported inside the commands that run steps, so a
 # command refused for bad input answers at once instead of after the heavy imports.
@@ -128,6 +128,19 @@ def attach(ctx: Context, args: argparse.Namespace) -> int:
     return exit_status(runs)
 
 
+def _refuse_imported(ctx: Context, names: list[str]) -> None:
+    """A host known only from an imported transcript has no address: exit 2 saying so."""
+    unknown = [name for name in names if name not in ctx.runbook.hosts]
+    if not unknown or not ctx.db_exists():
+        return
+    from journal.projections.imported import imported_names, probe_refusal
+
+    imported = imported_names(ctx.store, ctx.runbook.name)
+    for name in unknown:
+        if name in imported:
+            raise BadInput(probe_refusal(name, str(ctx.runbook.path)))
+
+
 def run_probe(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
     if args.name not in runbook.probes:
@@ -135,6 +148,7 @@ def run_probe(ctx: Context, args: argparse.Namespace) -> int:
 
         hint = suggest(args.name, list(runbook.probes))
         raise BadInput(f"{runbook.path}: no probe named {args.name!r}{hint}")
+    _refuse_imported(ctx, args.host)
     hosts = runbook.chosen(args.host, args.group, args.all_hosts) or list(runbook.hosts.values())
     schedule = schedule_of(args)
     from journal.cli.live import echo_for, fleet_report
@@ -242,7 +256,13 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     if ctx.has_runbook() and ctx.runbook.name == journal:
         timeline.plan = ctx.runbook.plan
         timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
-    print(render.progress_text(journal, timeline.plan, progress(timeline), timeline))
+    from journal.projections.imported import imported_hosts, status_lines
+
+    imported = imported_hosts(timeline)  # known only from imports: no plan to be pending in
+    hosts = [host for host in progress(timeline) if host.host not in imported]
+    print(render.progress_text(journal, timeline.plan, hosts, timeline))
+    for host in imported.values():
+        print(visible("\n".join(status_lines(host))))
     lost = [v for v in timeline.runs.values() if v.status == "lost" and not v.imported]
     if lost:
         runs = ", ".join(f"{v.step} on {v.host} (run {v.run_id})" for v in lost[:5])

@@ -66,12 +66,12 @@ def drift(ctx: Context, args: argparse.Namespace) -> int:
                 f"no group named {args.group!r} in {journal}{suggest(args.group, names)}"
             )
         report = Drift(report.journal, chosen)
-    if not any(g.probed[h] or g.snapshotted[h] for g in report.groups for h in g.hosts):
+    if not any(g.read for g in report.groups):
         where = f"group {args.group!r} of " if args.group else ""
         raise BadInput(
             f"nothing to compare: no host of {where}the journal {journal!r} in {ctx.db} has been "
-            "probed or snapshotted yet; run `journal run probe torch-env` and "
-            "`journal run probe packages` (steps snapshot the packages too)"
+            "probed, snapshotted or read from an imported transcript yet; run `journal run probe "
+            "torch-env` and `journal run probe packages` (steps snapshot the packages too)"
         )
     if args.format == "json":
         print(json.dumps(as_json(report), indent=2, ensure_ascii=False))
@@ -89,7 +89,9 @@ def since_text(since: Since) -> str:
         return "since first seen"
     if not since.runs:
         seen = since.seen
-        where = "torch-env probe" if seen.kind == "probe" else f"{seen.phase} package snapshot"
+        where = {"probe": "torch-env probe", "transcript": "imported transcript"}.get(
+            seen.kind, f"{seen.phase} package snapshot"
+        )
         return f"changed outside the recorded steps (first seen in the {where}, event {seen.seq})"
     steps = " or ".join(f"{run.step} (run {run.run_id})" for run in since.runs)
     gap = ", with no reading between them" if len(since.runs) > 1 else ""
@@ -120,7 +122,11 @@ def _clip(value: str) -> str:
 def group_text(group: GroupDrift) -> list[str]:
     """One group as a table (rows no host has a value for are left out) and its divergences."""
     header = ["", "majority", *group.hosts]
-    table = [header, ["probed", "", *(when(s.ts) if s else "never" for s in group.probed.values())]]
+    probed = []
+    for host in group.hosts:
+        source, printed = group.probed.get(host), group.transcribed.get(host)
+        probed.append(when(source.ts) if source else "transcript" if printed else "never")
+    table = [header, ["probed", "", *probed]]
     section = None
     for row in group.rows:
         if row.known == 0:
@@ -160,8 +166,23 @@ def text(report: Drift) -> str:
     if drifting:
         verb = "differs" if len(drifting) == 1 else "differ"
         out.append(f"drift: {', '.join(drifting)} {verb} from the group's majority")
+    elif len(report.groups) == 1 or not any(g.comparable for g in report.groups):
+        verdicts = [g.verdict for g in report.groups]
+        out.append(
+            verdicts[0]
+            if len(verdicts) == 1
+            else "; ".join(f"group {g.name}: {g.verdict}" for g in report.groups)
+        )
     else:
         out.append("no drift: every host that was read agrees with its group")
+    transcribed = [
+        f"{h} (event {s.seq})" for g in report.groups for h, s in g.transcribed.items() if s
+    ]
+    if transcribed:
+        out.append(
+            f"read from an imported transcript (not probed): {', '.join(transcribed)}; "
+            "`--format json` gives each value's line"
+        )
     return "\n".join(out)
 
 
@@ -230,6 +251,9 @@ def as_json(report: Drift) -> dict[str, Any]:
                 "name": group.name,
                 "hosts": group.hosts,
                 "drifting": group.drifting,
+                "read": group.read,
+                "comparable": group.comparable,
+                "verdict": group.verdict if not group.drifting else None,
                 "rows": rows,
                 "divergences": divergences,
             }

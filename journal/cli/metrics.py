@@ -68,8 +68,19 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
 def record_metric(ctx: Context, args: argparse.Namespace) -> int:
     journal = ctx.journal()
     labels = labels_of(args.label)
-    if args.host and ctx.has_runbook():
-        ctx.runbook.host(args.host)
+    if args.host and ctx.has_runbook() and args.host not in ctx.runbook.hosts:
+        from journal.projections.imported import imported_names
+
+        # A host the journal knows from an imported transcript is as good as a runbook's.
+        imported = imported_names(ctx.store, journal) if ctx.db_exists() else []
+        if args.host not in imported:
+            from journal.runbook import suggest
+
+            known = [*ctx.runbook.hosts, *imported]
+            raise BadInput(
+                f"no host named {args.host!r} in {ctx.runbook.path} nor in a transcript imported "
+                f"into {journal}{suggest(args.host, known)}"
+            )
     from journal.runbook import NAME
     from journal.service.bench import record_metric as record
 

@@ -13,6 +13,7 @@ from journal.events import (
     OutputChunk,
     PitfallAcknowledged,
     PitfallUnacknowledged,
+    ProbeRecorded,
     StepFinished,
     StepStarted,
     TranscriptImported,
@@ -22,6 +23,7 @@ from journal.pitfalls import catalogue, judge
 from journal.pitfalls.base import Finding, Subject
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
+from journal.projections.drift.readings import TRANSCRIPT
 from journal.projections.timeline import Timeline
 from journal.recorder import encode
 from journal.redact import Redactor
@@ -168,6 +170,7 @@ def import_transcript(
     redactor = Redactor.for_run(redact)
     digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
     batch: list = [TranscriptImported(str(path), digest, host, len(commands))]
+    readings = _readings(text, path, host, redactor)
     for command in commands:
         run = new_run_id()
         shown, found = redactor.text(command.command, "command")
@@ -202,18 +205,51 @@ def import_transcript(
                 )
             )
         batch.extend(figures)
+        reading = readings.get(command.line)
+        if reading:
+            batch.append(
+                ProbeRecorded(
+                    host_name=host, probe=TRANSCRIPT, result=reading, seconds=0.0, run=run
+                )
+            )
+        when = f", at {command.at}" if command.at else ""
         batch.append(
             StepFinished(
                 run=run,
                 host_name=host,
                 status="imported",
                 exit_code=None,
-                duration=0.0,
-                reason=f"imported from {path.name}, line {command.line}",
+                duration=command.duration,  # type: ignore[arg-type]  # None: untimed
+                reason=f"imported from {path.name}, line {command.line}{when}"
+                + ("" if command.duration is not None else " (untimed)"),
             )
         )
     store.append(journal, batch)
     return len(commands)
+
+
+def _readings(text: str, path: Path, host: str, redactor: Redactor) -> dict[int, dict]:
+    """What the transcript printed of the host's stack (torch, CUDA, NCCL, the driver … as
+    :mod:`journal.pitfalls._printed` reads them), by the prompt line of each command that
+    printed any: the facts that command printed, each with its line (text redacted)."""
+    from journal.pitfalls._printed import host_facts
+    from journal.pitfalls.subjects import from_transcript
+    from journal.projections.drift import transcript_reading
+
+    subject = from_transcript(text, path.name, host)
+    out: dict[int, dict] = {}
+    for run in subject.runs:
+        known = host_facts(subject).get(id(run))
+        if known is None:
+            continue
+        shown = {name: fact for name, fact in known.known.items() if name in known.shown}
+        reading = transcript_reading(shown)
+        if not reading["evidence"]:
+            continue
+        for seen in reading["evidence"].values():
+            seen["text"] = redactor.text(seen["text"], "stdout")[0]
+        out[run.prompt_line] = reading
+    return out
 
 
 def _figures(command: str, output: str, host: str, run: str) -> list[MetricRecorded]:

@@ -35,7 +35,9 @@ from journal.projections.drift.readings import (
     KEY_PACKAGES,
     NONE,
     NOT_INSTALLED,
+    PRINTED,
     STACK,
+    TRANSCRIPT,
     UNREADABLE,
     HostReadings,
     Readings,
@@ -46,6 +48,7 @@ from journal.projections.drift.readings import (
     fold,
     key_package,
     read_field,
+    transcript_reading,
 )
 
 __all__ = [
@@ -61,7 +64,9 @@ __all__ = [
     "KEY_PACKAGES",
     "NONE",
     "NOT_INSTALLED",
+    "PRINTED",
     "STACK",
+    "TRANSCRIPT",
     "UNREADABLE",
     "HostReadings",
     "Readings",
@@ -72,4 +77,5 @@ __all__ = [
     "fold",
     "key_package",
     "read_field",
+    "transcript_reading",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 
 from journal.projections.drift.readings import (
@@ -79,6 +79,35 @@ class GroupDrift:
     rows: list[Row]
     probed: dict[str, Source | None]
     snapshotted: dict[str, Source | None]
+    #: per host, its latest reading from an imported transcript (None: none)
+    transcribed: dict[str, Source | None] = field(default_factory=dict)
+
+    @property
+    def read(self) -> list[str]:
+        """The hosts with any reading (a probe, a snapshot, a transcript), in order."""
+        return [
+            host
+            for host in self.hosts
+            if self.probed.get(host) or self.snapshotted.get(host) or self.transcribed.get(host)
+        ]
+
+    @property
+    def comparable(self) -> bool:
+        """Whether some row has values read on two hosts or more: else "no drift" would
+        be vacuous."""
+        return any(row.known >= 2 for row in self.rows)
+
+    @property
+    def verdict(self) -> str:
+        """The group's one-line verdict when no host is flagged (or why there is none)."""
+        read = self.read
+        if not read:
+            return "no host read yet: nothing to compare"
+        if len(read) == 1:
+            return f"only one host read ({read[0]}): nothing to compare"
+        if not self.comparable:
+            return f"{len(read)} hosts read, but no value on two of them: nothing to compare"
+        return "no drift: every host that was read agrees"
 
     @property
     def drifting(self) -> list[str]:
@@ -144,6 +173,8 @@ def _row(state: Readings, hosts: list[str], key: str, label: str, kind: str) -> 
             segments = [Segment(Value(NOT_INSTALLED), host.first_snapshot, host.snapshot)]
         if not segments:
             why = "no torch-env probe yet" if kind == "stack" else "no package snapshot yet"
+            if kind == "stack" and host.transcript is not None:
+                why = "not printed in its transcript, and no torch-env probe"
             cells[name] = Cell(None, why)
             continue
         series[name] = segments
@@ -211,7 +242,8 @@ def compare(state: Readings, groups: Mapping[str, Sequence[str]] | None = None) 
         readings = [state.by_host.get(host) for host in hosts]
         probed = {h: r.probed if r else None for h, r in zip(hosts, readings, strict=True)}
         snapped = {h: r.snapshot if r else None for h, r in zip(hosts, readings, strict=True)}
-        report.append(GroupDrift(name, hosts, rows, probed, snapped))
+        read = {h: r.transcript if r else None for h, r in zip(hosts, readings, strict=True)}
+        report.append(GroupDrift(name, hosts, rows, probed, snapped, read))
     return Drift(state.journal, report)
 
 

@@ -38,6 +38,24 @@ STACK: tuple[tuple[str, str], ...] = (
     ("system_nccl.NCCL_VERSION", "system NCCL"),
 )
 
+#: The facts a transcript printed (:mod:`journal.pitfalls._printed` names them) as the
+#: :data:`STACK` keys they are: an imported transcript's readings.
+PRINTED: dict[str, str] = {
+    "torch.version": "torch.version",
+    "torch.cuda": "torch.cuda",
+    "torch.nccl": "nccl",
+    "cudnn": "torch.cudnn",
+    "driver.version": "driver",
+    "driver.cuda": "cuda_driver",
+    "gpu.count": "gpu_count",
+    "gpu.name": "gpu_name",
+    "gpu.capability": "capability",
+    "nvcc.release": "nvcc.release",
+}
+
+#: The probe name under which an import records what its transcript printed of the stack.
+TRANSCRIPT = "transcript"
+
 #: Packages that make or break the stack (normalised names; globs for families); a row is
 #: shown for each that is installed on any host of the group.
 KEY_PACKAGES = (
@@ -71,9 +89,9 @@ NONE = "—"
 
 @dataclass(frozen=True)
 class Source:
-    """Where a value was read: a ``torch-env`` probe or a package snapshot (``kind``), by
-    event seq and time, the step run it belongs to, and ``phase``: ``before`` or ``after`` that
-    step run, or ``probe`` for one run on its own."""
+    """Where a value was read: a ``torch-env`` probe, a package snapshot or an imported
+    ``transcript`` (``kind``), by event seq and time, the step run it belongs to, and
+    ``phase``: ``before`` or ``after`` that step run, or ``probe`` for one run on its own."""
 
     kind: str
     seq: int
@@ -120,6 +138,7 @@ class HostReadings:
     host: str
     series: dict[str, list[Segment]] = field(default_factory=dict)
     probed: Source | None = None
+    transcript: Source | None = None  # the latest reading printed in an imported transcript
     first_snapshot: Source | None = None
     snapshot: Source | None = None
 
@@ -226,6 +245,9 @@ def _(event: PackagesSnapshotted, rec: Recorded, state: Readings) -> None:
 
 @apply.register
 def _(event: ProbeRecorded, rec: Recorded, state: Readings) -> None:
+    if event.probe == TRANSCRIPT and isinstance(event.result, dict):
+        _printed(event, rec, state)
+        return
     if event.probe != "torch-env" or not isinstance(event.result, dict):
         return
     source = Source("probe", rec.seq, rec.ts, event.run, "after" if event.run else "probe")
@@ -233,6 +255,48 @@ def _(event: ProbeRecorded, rec: Recorded, state: Readings) -> None:
     for key, _label in STACK:
         _extend(host.series, key, read_field(event.result, key), source)
     host.probed = source
+
+
+def _printed(event: ProbeRecorded, rec: Recorded, state: Readings) -> None:
+    """What an imported transcript printed: only the keys it showed, each with its line."""
+    result = event.result or {}
+    source = Source(TRANSCRIPT, rec.seq, rec.ts, event.run, "after")
+    host = state.host(event.host_name)
+    evidence = result.get("evidence") if isinstance(result.get("evidence"), dict) else {}
+    for key, _label in STACK:
+        seen = evidence.get(key)
+        if not isinstance(seen, dict):
+            continue
+        value = read_field(result, key)
+        note = f"read from a transcript, line {seen.get('line')}: {seen.get('text', '')}"
+        _extend(host.series, key, Value(value.text, note.strip()), source)
+    host.transcript = source
+
+
+def transcript_reading(found: dict[str, Any]) -> dict[str, Any]:
+    """A ``transcript`` reading's result from the facts a transcript printed (name to
+    :class:`journal.pitfalls._printed.Fact`): shaped as ``torch-env``'s, with ``evidence``
+    (per key, the line number in the file and its text)."""
+    from journal.pitfalls._printed import nccl_triple
+
+    result: dict[str, Any] = {"evidence": {}}
+    for name, key in PRINTED.items():
+        fact = found.get(name)
+        if fact is None:
+            continue
+        value = fact.value
+        if name == "torch.nccl":
+            triple = nccl_triple(value)
+            value = ".".join(str(x) for x in triple) if triple else value
+        elif isinstance(value, tuple):
+            value = ".".join(str(x) for x in value)
+        node = result
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value if value is None or isinstance(value, int | float) else str(value)
+        result["evidence"][key] = {"line": fact.evidence.line, "text": fact.evidence.text}
+    return result
 
 
 def fold(journal: str, records: Iterable[Recorded], state: Readings | None = None) -> Readings:

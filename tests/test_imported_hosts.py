@@ -1,0 +1,251 @@
+"""Imported hosts are first-class (issue 16, part 4): a host known only from a pasted terminal
+session is listed by `journal status` without a plan it never had, its stack as the transcript
+printed it (with the line) is on `journal drift` and the hosts page, figures can be recorded
+for it, a probe of it is refused with a reason, and its commands are named and timed from the
+transcript itself. Real transcripts, real imports through the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from journal.runbook import NAME
+from journal.store import EventStore
+from journal.transcript import NAME_LIMIT, parse, step_name
+from tests.helpers import journal, text, write_runbook
+
+DATA = Path(__file__).parent / "data" / "transcripts"
+STACK_CHECK = DATA / "h200-clean-stack-check.txt"
+SEED = DATA / "seed-session.txt"
+NCCL_SKEW = DATA / "h200-nccl-skew-printed.txt"
+
+RUNBOOK = f"""[journal]
+name = "fleet"
+
+[hosts.local-box]
+ssh = "local"
+python = "{sys.executable}"
+
+[[steps]]
+name = "check-env"
+run = '''{sys.executable} -c "print('ok')"'''
+
+[[steps]]
+name = "second"
+run = "true"
+"""
+
+
+def _ok(*args: str, db: Path, runbook: Path | None = None) -> str:
+    done = journal(*args, db=db, runbook=runbook)
+    assert done.returncode == 0, text(done.stderr)
+    return text(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A journal with a runbook host that ran a step, and gpu-box known only from an import."""
+    folder = tmp_path_factory.mktemp("imported")
+    db, runbook = folder / "journal.db", write_runbook(folder, RUNBOOK)
+    _ok("run", "step", "check-env", db=db, runbook=runbook)
+    _ok("import", "transcript", str(STACK_CHECK), "--host", "gpu-box", db=db, runbook=runbook)
+    return db, runbook
+
+
+# -- step names ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        (
+            "uv pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu130",
+            "uv-pip-install-torch",
+        ),
+        ("pip install -U a b", "pip-install-a-b"),
+        ('python -c "import torch; print(torch.__version__)"', "python-torch.__version__"),
+        (
+            "python3 -c \"import torch; print('CUDA:', torch.version.cuda)\"",
+            "python3-torch.version.cuda",
+        ),
+        (
+            "python3 -c \"import torch; print(f'torch {torch.__version__}')\"",
+            "python3-torch.__version__",
+        ),
+        ("export X=1", "export-X"),
+        ("export CUDA_HOME=/usr/local/cuda PATH=$CUDA_HOME/bin:$PATH", "export-CUDA_HOME-PATH"),
+        ("python3 -m torch.utils.collect_env", "python3-torch.utils.collect_env"),
+        ("python -m pip install -U pip", "pip-install-pip"),
+        ('pip install "numpy<2" flash-attn --no-build-isolation', "pip-install-numpy-flash-attn"),
+        ("sudo apt-get install -y cuda-toolkit-13-0", "apt-get-install-cuda-toolkit-13-0"),
+        ("nvidia-smi", "nvidia-smi"),
+        ("nvcc --version", "nvcc"),
+        ("CUDA_VISIBLE_DEVICES=0 python3 train.py --steps 10", "python3-train.py"),
+        ("ls -la | grep torch", "ls"),
+    ],
+)
+def test_imported_steps_are_named_from_their_command(command: str, name: str) -> None:
+    assert step_name(command) == name
+    assert NAME.match(name)
+
+
+def test_every_command_of_the_real_transcripts_gets_a_valid_bounded_step_name() -> None:
+    seen = set()
+    for path in sorted(DATA.glob("*.txt")):
+        for command in parse(path.read_text(errors="replace")):
+            name = step_name(command.command)
+            assert NAME.match(name), (path.name, command.command, name)
+            assert len(name) <= NAME_LIMIT
+            seen.add(name)
+    # the names say what was installed or checked, not only the program
+    assert "uv-pip-install-torch-torchvision-torchaudio" in seen
+    assert any(name.startswith("python3-torch.") for name in seen)
+    long = "pip install " + " ".join(f"package-number-{i}" for i in range(40))
+    assert len(step_name(long)) <= NAME_LIMIT and step_name(long).startswith("pip-install-pack")
+
+
+# -- times ---------------------------------------------------------------------------------------
+
+
+def _stamped(path: Path, stamp: str, step: int = 7) -> str:
+    """A real transcript with each prompt line stamped (``stamp`` formats seconds)."""
+    out, seconds = [], 12 * 3600
+    for line in path.read_text().splitlines():
+        if line.startswith(("ubuntu@", "root@")):
+            h, rest = divmod(seconds, 3600)
+            line = stamp.format(h=h, m=rest // 60, s=rest % 60) + line
+            seconds += step
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "[{h:02d}:{m:02d}:{s:02d}] ",
+        "{h:02d}:{m:02d}:{s:02d} ",
+        "[2026-12-01 {h:02d}:{m:02d}:{s:02d}] ",
+    ],
+)
+def test_prompt_times_time_the_commands(stamp: str) -> None:
+    plain = parse(SEED.read_text())
+    timed = parse(_stamped(SEED, stamp))
+    assert [c.command for c in timed] == [c.command for c in plain]
+    assert [c.output for c in timed] == [c.output for c in plain]
+    assert all(c.at is not None for c in timed)
+    assert [c.duration for c in timed[:-1]] == [7.0] * (len(timed) - 1)
+    assert timed[-1].duration is None  # nothing after the last prompt says when it ended
+    assert all(c.at is None and c.duration is None for c in plain)
+
+
+def test_ts_stamps_on_every_line_and_a_script_header_time_across_midnight() -> None:
+    ts = "Dec 01 12:00:00 $ echo hi\nDec 01 12:00:00 hi\n"
+    ts += "Dec 01 12:00:04 $ sleep 3\nDec 01 12:00:07 done\n"
+    first, second = parse(ts)
+    assert (first.output, first.duration) == (["hi"], 4.0)
+    assert (second.output, second.duration) == (["done"], 3.0)
+    script = (
+        "Script started on 2026-12-01 23:59:50+00:00 [COMMAND=bash]\n"
+        "[23:59:58] u@gpu-box:~$ nvidia-smi\nout\n[00:00:03] u@gpu-box:~$ ls\nx\n"
+        "Script done on 2026-12-02 00:00:09+00:00 [COMMAND_EXIT_CODE=0]\n"
+    )
+    first, second = parse(script)
+    assert (first.duration, second.duration, second.output) == (5.0, 6.0, ["x"])
+    # a line of output that happens to start with a time is output, not a stamp
+    (only,) = parse("$ date +%T\n12:00:01 is the time\n")
+    assert only.output == ["12:00:01 is the time"] and only.at is None
+
+
+def test_an_import_is_timed_from_the_transcript_else_untimed(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    timed = tmp_path / "timed.txt"
+    timed.write_text(_stamped(SEED, "[{h:02d}:{m:02d}:{s:02d}] "))
+    _ok("--journal", "by-hand", "import", "transcript", str(timed), "--host", "gpu-box", db=db)
+    _ok("--journal", "plain", "import", "transcript", str(SEED), "--host", "gpu-box", db=db)
+    store = EventStore(str(db))
+    try:
+        ends = [r.event for r in store.read("by-hand", types=["StepFinished"])]
+        plain = [r.event for r in store.read("plain", types=["StepFinished"])]
+    finally:
+        store.close()
+    assert [e.duration for e in ends] == [7.0] * (len(ends) - 1) + [None]
+    assert "at 12:00:00" in (ends[0].reason or "")
+    assert all(e.duration is None and "(untimed)" in (e.reason or "") for e in plain)
+    shown = _ok("--journal", "plain", "log", db=db)
+    assert "0.00s" not in shown and "(untimed)" in shown
+
+
+# -- status, drift, metrics, probes --------------------------------------------------------------
+
+
+def test_status_lists_an_imported_host_without_the_plan(fleet: tuple[Path, Path]) -> None:
+    db, runbook = fleet
+    shown = _ok("status", db=db, runbook=runbook)
+    assert "gpu-box: pending" not in shown and "host gpu-box (imported): 7 commands, last" in shown
+    assert "no plan (not in the runbook)" in shown
+    assert re.search(r"read from a transcript: torch 2\.11\.0\S*, torch CUDA 13\.0, NCCL", shown)
+    assert "host local-box (local): 1/2 steps done" in shown
+
+
+def test_drift_reads_the_transcript_with_its_lines(fleet: tuple[Path, Path]) -> None:
+    db, runbook = fleet
+    shown = _ok("drift", db=db, runbook=runbook)
+    assert "no drift" not in shown  # local-box has no torch-env reading: nothing to compare
+    assert "nothing to compare" in shown and "read from an imported transcript" in shown
+    assert re.search(r"NCCL \(torch\)\s+2\.28\.9\s+unread\s+2\.28\.9", shown)
+    data = json.loads(_ok("drift", "--format", "json", db=db, runbook=runbook))
+    rows = {row["key"]: row["values"]["gpu-box"] for row in data["groups"][0]["rows"]}
+    nccl = rows["nccl"]
+    assert nccl["read"]["kind"] == "transcript"
+    lines = STACK_CHECK.read_text().splitlines()
+    line = int(re.search(r"line (\d+)", nccl["note"]).group(1))
+    assert "(2, 28, 9)" in lines[line - 1] and lines[line - 1] in nccl["note"]
+    assert rows["driver"]["value"] == "580.159.04"
+
+
+def test_drift_of_one_host_read_says_there_is_nothing_to_compare(tmp_path: Path) -> None:
+    db = tmp_path / "journal.db"
+    _ok("--journal", "one", "import", "transcript", str(STACK_CHECK), "--host", "gpu-box", db=db)
+    shown = _ok("--journal", "one", "drift", db=db)
+    assert "only one host read (gpu-box): nothing to compare" in shown
+    assert "no drift" not in shown.lower()
+    # a second host's transcript, with another NCCL: now there is something to compare
+    _ok("--journal", "one", "import", "transcript", str(NCCL_SKEW), "--host", "h2", db=db)
+    both = journal("--journal", "one", "drift", db=db)
+    out = text(both.stdout)
+    assert "only one host read" not in out and "h2" in out
+
+
+def test_a_metric_can_be_recorded_for_an_imported_host(fleet: tuple[Path, Path]) -> None:
+    db, runbook = fleet
+    shown = _ok("record", "metric", "tok_s", "51.2", "--host", "gpu-box", db=db, runbook=runbook)
+    assert "on gpu-box" in shown
+    typo = journal("record", "metric", "tok_s", "1", "--host", "gpu-bx", db=db, runbook=runbook)
+    assert typo.returncode == 2 and "did you mean 'gpu-box'" in text(typo.stderr)
+
+
+def test_an_imported_host_cannot_be_probed_and_says_why(fleet: tuple[Path, Path]) -> None:
+    db, runbook = fleet
+    refused = journal("run", "probe", "torch-env", "--host", "gpu-box", db=db, runbook=runbook)
+    err = text(refused.stderr)
+    assert refused.returncode == 2 and "Traceback" not in err
+    assert "known only from an imported transcript" in err and "[hosts.gpu-box]" in err
+    unknown = journal("run", "probe", "torch-env", "--host", "nope", db=db, runbook=runbook)
+    assert unknown.returncode == 2 and "no host named 'nope'" in text(unknown.stderr)
+
+
+def test_the_hosts_page_shows_what_the_transcript_printed(fleet: tuple[Path, Path]) -> None:
+    from journal.web import create_app
+
+    db, _ = fleet
+    client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    response = client.get("/j/fleet/hosts")
+    assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    assert "read from a transcript" in html and "2.28.9" in html
+    assert "torch 2.11.0+cu130 cuda 13.0 nccl (2, 28, 9)" in html  # the line, as evidence
+    assert "No drift" not in html and "nothing to compare" in html
