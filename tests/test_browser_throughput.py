@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, Request, expect
 
 from tests.browsing import journal_server
-from tests.test_browser import ARTIFACTS
+from tests.conftest import copy_demo
+from tests.test_browser import ARTIFACTS, DEMO
 from tests.test_browser import browser as browser  # noqa: F401  (a fixture)
 from tests.test_browser import page as page  # noqa: F401  (a fixture: fails on CSP errors)
 from tests.test_chart import SEED, seed_events, write_journal
@@ -78,3 +80,69 @@ def test_a_figure_on_the_timeline_links_to_its_row_on_the_throughput_page(
     row = page.locator("#figures tr:target")
     expect(row).to_contain_text("612.5")
     expect(row).to_be_in_viewport()
+
+
+# -- the demo's page at 1400 px (issue 16): compact, directions, counts, noise ----------------
+
+#: The demo's throughput page was 14,360 px tall at 1400 px, 21 charts one under another.
+OLD_HEIGHT = 14_360
+SCREENSHOT = ARTIFACTS.parent / "docs" / "screenshots" / "throughput.png"
+
+
+@pytest.fixture(scope="module")
+def served_demo(
+    demo_journal: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """`journal serve` on a copy of the session's demo journal; its base URL."""
+    folder = tmp_path_factory.mktemp("browser-throughput-demo")
+    db = copy_demo(demo_journal, folder / "demo")
+    with journal_server(db, folder / "serve.log") as (url, _):
+        yield url
+
+
+def test_the_demo_throughput_page_is_compact_at_1400_px_and_reads_each_direction(
+    served_demo: str,
+    page: Page,  # noqa: F811
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{served_demo}/j/{DEMO}/throughput")
+    boxes = page.locator("figure.chart-box")
+    expect(boxes.first).to_be_visible()
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height < OLD_HEIGHT * 0.6, height  # 7,279 px when this was written
+    # charts sit side by side: the first row holds several, at one height
+    tops = [b["y"] for b in (boxes.nth(i).bounding_box() for i in range(3)) if b]
+    lefts = [b["x"] for b in (boxes.nth(i).bounding_box() for i in range(3)) if b]
+    assert len(tops) == 3 and max(tops) - min(tops) < 1 and lefts == sorted(set(lefts))
+    # counts are listed, not charted
+    metrics = boxes.evaluate_all("els => els.map(e => e.dataset.metric)")
+    assert "matmul_mflops" in metrics and "accept_length" in metrics
+    for count in ("successful_requests", "total_input_tokens", "concurrency"):
+        assert count not in metrics
+        expect(page.locator("#counts th.metric", has_text=count)).to_have_count(1)
+    # accept_length higher is better: 1.42 → 3.02 green; the overall +3.8% is noise (grey)
+    rows = page.locator("#before-after tr[data-series^='accept_length-']")
+    overall = rows.filter(has=page.locator("th.metric"))
+    expect(overall.locator("td.percent")).to_have_text("+3.8%")
+    expect(overall.locator("td.verdict")).to_have_text("noise")
+    assert "rgb(102, 112, 122)" == overall.locator("td.percent").evaluate(
+        "el => getComputedStyle(el).color"
+    ) or "noise" in (overall.locator("td.percent").get_attribute("class") or "")
+    up = rows.filter(has_text="+112.7%")
+    expect(up.locator("td.verdict")).to_have_text("better")
+    green = up.locator("td.percent").evaluate("el => getComputedStyle(el).color")
+    red = page.locator("#before-after td.percent.worse").first.evaluate(
+        "el => getComputedStyle(el).color"
+    )
+    assert green != red
+    # every chart has several x ticks and a y axis from 0
+    for i in range(boxes.count()):
+        svg = boxes.nth(i).locator("svg.chart")
+        assert svg.locator("g.x-axis text.tick").count() > 1
+        assert svg.locator("g.y-axis text").first.text_content() == "0"
+    # the long command line is said once at the top, not on every row
+    expect(page.locator("#shared-labels dd")).to_have_count(1)
+    expect(page.locator("#shared-labels dd code")).to_contain_text("python -m sglang.bench_serving")
+    assert page.locator("#before-after td.labels", has_text="command=").count() == 0
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)

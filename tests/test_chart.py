@@ -29,8 +29,17 @@ from journal.export.chart import (
     svg_chart,
     y_scale,
 )
-from journal.projections.metrics import all_series, percent_change
-from journal.projections.timeline import Timeline, project
+from journal.projections.metrics import (
+    NOISE_PERCENT,
+    all_series,
+    change_steps,
+    changes,
+    direction,
+    higher_is_better,
+    is_noise,
+    percent_change,
+)
+from journal.projections.timeline import MetricView, Timeline, project
 from journal.store import EventStore
 
 SEED = "seed"
@@ -238,12 +247,103 @@ def test_figures_and_changes_read_as_the_seed_story_prints_them() -> None:
     assert signed_percent(None) == "—"
 
 
-def test_the_y_axis_of_close_figures_has_round_ticks_around_them() -> None:
-    lo, hi, ticks = y_scale([5632.0, 5688.89, 5701.0])  # close figures: not from 0
-    assert 5500 < lo <= 5632.0 and 5701.0 <= hi < 5800 and 4 <= len(ticks) <= 10
+def test_every_y_axis_starts_at_zero_with_round_ticks() -> None:
+    lo, hi, ticks = y_scale([5632.0, 5688.89, 5701.0])  # close figures: still from 0
+    assert lo == 0 and 5701.0 <= hi < 8000 and 4 <= len(ticks) <= 10
     steps = {round(b - a, 6) for a, b in zip(ticks, ticks[1:], strict=False)}
     assert len(steps) == 1 and re.fullmatch(r"[125]0*\.0", str(steps.pop()))
-    assert y_scale([7.0])[0] < 7.0 < y_scale([7.0])[1]  # one figure is not a flat axis
+    assert y_scale([7.0])[0] == 0 < 7.0 <= y_scale([7.0])[1]  # one figure is not a flat axis
+    assert y_scale([65.3, 74.0])[0] == 0  # the demo's CPU figures: not from 28
+    assert y_scale([-3.0, -1.0])[1] == 0  # negative figures end at 0
+    assert y_scale([0.0])[:2] == (0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "unit", "way"),
+    [
+        ("output_token_throughput", "tok/s", "higher"),
+        ("request_throughput", "req/s", "higher"),
+        ("avg_bus_bandwidth", "GB/s", "higher"),
+        ("matmul_mflops", "MFLOP/s", "higher"),
+        ("accept_length", None, "higher"),
+        ("accept_rate", None, "higher"),
+        ("spec_acceptance", "%", "higher"),
+        ("mean_e2e_latency_ms", "ms", "lower"),
+        ("median_ttft_ms", "ms", "lower"),
+        ("p99_itl_ms", "ms", "lower"),
+        ("mean_tpot_ms", "ms", "lower"),
+        ("benchmark_duration_s", "s", "lower"),
+        ("step_time", "s", "lower"),
+        ("gpu_power", "W", "lower"),
+        ("successful_requests", None, "count"),
+        ("completed", None, "count"),
+        ("total_input_tokens", None, "count"),
+        ("total_output_tokens", None, "count"),
+        ("total_generated_tokens_retokenized", None, "count"),
+        ("num_prompts", None, "count"),
+        ("concurrency", None, "count"),
+    ],
+)
+def test_a_metric_knows_which_way_is_better(name: str, unit: str | None, way: str) -> None:
+    assert direction(name, unit) == way
+    # the rate test the headline, impact report and regression detector use is unchanged:
+    # throughputs and bandwidths only
+    rate = name in ("output_token_throughput", "request_throughput", "avg_bus_bandwidth")
+    assert higher_is_better(name, unit) == (rate or name == "matmul_mflops")
+
+
+def test_counts_are_not_charted_and_repeats_draw_their_spread(tmp_path: Path) -> None:
+    done = MetricRecorded(
+        name="successful_requests",
+        value=32.0,
+        unit=None,
+        labels={"host": HOST},
+        source="manual",
+        host_name=HOST,
+    )
+    events = [
+        *bench_events("a1", 90.0),
+        *bench_events("a2", 86.0),
+        *bench_events("a3", 92.0),
+        *step_events("s1", "install-torch", "true", "", HOST),
+        *bench_events("b1", 89.0),
+        *bench_events("b2", 60.0),
+        done,
+    ]
+    write_journal(tmp_path / "journal.db", events)
+    timeline = timeline_of(tmp_path / "journal.db")
+    charts = charts_of(timeline)
+    assert [c.name for c in charts] == ["output_token_throughput"]
+    root = parse(charts[0].svg)
+    spreads = [g.findtext(f"{SVG}title") for g in groups(root, "spread")]
+    assert spreads == [
+        "spread of 3 repeated figures: 86 to 92 tok/s",
+        "spread of 2 repeated figures: 60 to 89 tok/s",
+    ]
+    ticks = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "tick"]
+    assert ticks == ["1", "2", "3", "4", "5"]
+    (series,) = [s for s in all_series(timeline) if s.name == "output_token_throughput"]
+    found = changes(series, change_steps(timeline))
+    # run again: noise by definition; 92 → 89 across the step is within the spread 86–92
+    assert [(c.basis, c.verdict) for c in found] == [
+        ("repeat", "noise"),
+        ("repeat", "noise"),
+        ("steps", "noise"),
+        ("repeat", "noise"),
+    ]
+
+
+def test_a_change_between_single_figures_within_5_percent_is_noise() -> None:
+    def one(value: float) -> list[MetricView]:
+        fields = (None, {}, "manual", None, None, None, None, None, None, "")
+        return [MetricView(1, "", "x", value, *fields)]
+
+    assert NOISE_PERCENT == 5.0
+    assert is_noise(one(100.0), one(104.9)) and is_noise(one(100.0), one(95.0))
+    assert not is_noise(one(100.0), one(106.0)) and not is_noise(one(65.3), one(74.0))
+    # with repeats, the spread decides: 100 → 103 is a change when 100 was measured tightly
+    assert not is_noise(one(100.0) + one(100.5), one(103.0))
+    assert is_noise(one(90.0) + one(110.0), one(108.0))
 
 
 # -- untrusted and hostile input --------------------------------------------------------------

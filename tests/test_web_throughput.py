@@ -12,10 +12,12 @@ import pytest
 from flask.testing import FlaskClient
 
 from journal.events import MetricRecorded, NoteAdded
-from journal.export.chart import charts_of
+from journal.export.chart import charts_of, number
 from journal.store import EventStore
 from journal.web import create_app
 from journal.web.selection import host_rows
+from journal.web.throughput import CHART_SIZE
+from tests.conftest import copy_demo
 from tests.helpers import journal, text
 from tests.test_chart import (
     SEED,
@@ -112,18 +114,27 @@ def test_before_after_table_shows_the_seed_story_overall_then_step_by_step(
             ["overall", "better"],
             [
                 "output_token_throughput",
-                "benchmark=eagle3-c1, concurrency=1",
+                "eagle3-c1, concurrency=1",
                 "gpu-box",
                 "90 tok/s",
                 "96.1 tok/s",
                 "+6.1",
                 "+6.8%",
+                "better",
                 "first → latest: install-torch, reinstall-sgl-kernel",
             ],
         ),
         (
             ["along", "worse"],
-            ["↳ along the way", "90 tok/s", "54.1 tok/s", "−35.9", "−39.9%", "install-torch"],
+            [
+                "↳ along the way",
+                "90 tok/s",
+                "54.1 tok/s",
+                "−35.9",
+                "−39.9%",
+                "worse",
+                "install-torch",
+            ],
         ),
         (
             ["along", "better"],
@@ -133,6 +144,7 @@ def test_before_after_table_shows_the_seed_story_overall_then_step_by_step(
                 "96.1 tok/s",
                 "+42",
                 "+77.6%",
+                "better",
                 "reinstall-sgl-kernel",
             ],
         ),
@@ -148,7 +160,7 @@ def test_before_after_table_shows_the_seed_story_overall_then_step_by_step(
 
 def test_the_page_shows_the_same_charts_as_the_exports(client: FlaskClient, seed_db: Path) -> None:
     html = get(client, f"/j/{SEED}/throughput")
-    charts = charts_of(timeline_of(seed_db))
+    charts = charts_of(timeline_of(seed_db), **CHART_SIZE)
     assert [c.title for c in charts] == [
         "output_token_throughput (tok/s) · eagle3-c1",
         "gpu_power (W)",
@@ -326,15 +338,18 @@ def test_an_imported_transcript_reads_as_the_seed_story(tmp_path: Path) -> None:
     assert overall[3:7] == ["90 tok/s", "96.1 tok/s", "+6.1", "+6.8%"]
     assert fell[1:5] == ["90 tok/s", "54.1 tok/s", "−35.9", "−39.9%"]
     assert rose[1:5] == ["54.1 tok/s", "96.1 tok/s", "+42", "+77.6%"]
-    assert "uv-pip-install" in fell[5] and "uv-pip-install" in rose[5]  # what lay between
-    # the command line a series was measured with is a label: cut short, whole on hover
-    assert overall[1].startswith("benchmark=sglang.bench_serving, command=python -m sglang")
-    assert overall[1].endswith("…") and len(overall[1]) < 90
-    assert 'title="command=python -m sglang.bench_serving --backend sglang' in html
+    assert fell[5] == "worse" and rose[5] == "better"
+    assert "uv-pip-install" in fell[6] and "uv-pip-install" in rose[6]  # what lay between
+    # the command line a series was measured with is a label: the benchmark's name stands
+    # for it on each row (whole on hover), said once at the top of the page
+    assert overall[1] == "sglang.bench_serving"
+    assert 'title="benchmark=sglang.bench_serving, command=python -m sglang.bench_serving' in html
+    assert html.count("<code>python -m sglang.bench_serving --backend sglang") == 1
     # rates come first: the table and the charts open with throughputs, not token counts
     names = [cells[0] for classes, cells in rows if "overall" in classes]
     assert all(name.endswith("throughput") for name in names[:4]), names
-    assert names.index("output_token_throughput") < names.index("total_input_tokens")
+    assert "total_input_tokens" not in names  # a count: listed apart, never compared
+    assert "total_input_tokens" in [cells[0] for _, cells in table(html, "counts")]
     # on the timeline a benchmark's run lists its rates, and says how many more there are
     timeline = get(client_of(db), "/j/imported")
     runs = re.split(r'<li class="item step', timeline)[1:]
@@ -345,3 +360,80 @@ def test_an_imported_transcript_reads_as_the_seed_story(tmp_path: Path) -> None:
     titles = re.findall(r'<figure class="chart-box" id="[^"]+" data-metric="([^"]+)"', html)
     assert "output_token_throughput" in titles[:4]
     assert titles.index("output_token_throughput") < titles.index("mean_ttft_ms")
+
+
+# -- the demo's page (issue 16): directions, counts, shared labels, noise -----------------------
+
+DEMO = "cuda13-demo"
+COUNTS = ("successful_requests", "total_input_tokens", "total_generated_tokens", "concurrency")
+
+
+def overall_row(html: str, metric: str) -> list[str]:
+    (cells,) = [cells for classes, cells in table(html, "before-after") if cells[0] == metric]
+    return cells
+
+
+def test_the_demo_page_charts_no_counts_and_colours_each_change_by_its_direction(
+    demo_journal: tuple[Path, Path],
+) -> None:
+    html = get(client_of(demo_journal[0]), f"/j/{DEMO}/throughput")
+    charted = re.findall(r'<figure class="chart-box" id="[^"]+" data-metric="([^"]+)"', html)
+    assert "output_token_throughput" in charted and "accept_length" in charted
+    assert not set(COUNTS) & set(charted)
+    listed = [cells[0] for _, cells in table(html, "counts")]
+    assert set(COUNTS) <= set(listed)
+    assert not set(COUNTS) & {cells[0] for _, cells in table(html, "before-after")}
+    # accept_length is better higher: 2.91 → 3.02 (+3.8%, one figure each side) is noise,
+    # 1.42 → 3.02 along the way is better, 2.91 → 1.42 worse
+    rows = table(html, "before-after")
+    at = next(i for i, (_, cells) in enumerate(rows) if cells[0] == "accept_length")
+    rows = rows[at : next(i for i in range(at + 1, len(rows)) if "overall" in rows[i][0])]
+    accept = re.search(r'<tr class="overall noise" data-series="accept_length-[^"]+">', html)
+    assert accept is not None
+    assert overall_row(html, "accept_length")[6:8] == ["+3.8%", "noise"]
+    along = [cells for classes, cells in rows if "along" in classes]
+    assert ["−51.2%", "worse"] in [c[4:6] for c in along] and ["+112.7%", "better"] in [
+        c[4:6] for c in along
+    ]
+    # a latency is better lower: 5,689 → 5,328 ms is −6.3%, better
+    assert overall_row(html, "mean_e2e_latency_ms")[6:8] == ["\u22126.3%", "better"]
+    # the benchmark's command line is said once at the top, the rows name the benchmark
+    assert html.count("--random-output-len 512</code>") == 1
+    labels = overall_row(html, "output_token_throughput")[1]
+    assert labels == "sglang.bench_serving"
+    assert "command=" not in " ".join(cells[1] for _, cells in table(html, "figures"))
+
+
+def test_the_demo_cpu_benchmark_run_again_shows_its_spread_and_says_noise(
+    demo_journal: tuple[Path, Path], tmp_path: Path
+) -> None:
+    db = copy_demo(demo_journal, tmp_path / "demo")
+    before = timeline_of(db, DEMO)
+    (first, last) = [m for m in before.metrics if m.name == "matmul_mflops"]
+    # the benchmark run twice more after the upgrade, around its first figures
+    again = [
+        MetricRecorded(
+            "matmul_mflops",
+            value,
+            "MFLOP/s",
+            {"benchmark": "cpu-matmul", "phase": "after"},
+            "manual",
+            host_name="local",
+        )
+        for value in (first.value * 0.98, first.value * 1.02)
+    ]
+    store = EventStore(str(db))
+    try:
+        store.append(DEMO, again)
+    finally:
+        store.close()
+    html = get(client_of(db), f"/j/{DEMO}/throughput")
+    cells = overall_row(html, "matmul_mflops")
+    # first (before) against latest (after): the after figures' spread holds the before one
+    low, high = min(first.value * 0.98, last.value), max(first.value * 1.02, last.value)
+    assert cells[4].endswith(f"{number(low)}–{number(high)} ×3")
+    assert cells[7] == "noise"
+    assert re.search(r'class="verdict noise" title="within the spread of the repeated', html)
+    chart = re.search(r'data-metric="matmul_mflops".*?</figure>', html, re.S)
+    assert chart is not None and 'class="spread"' in chart.group(0)
+    assert "spread of 3 repeated figures" in chart.group(0)

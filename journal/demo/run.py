@@ -58,7 +58,7 @@ run = '''{py} -c "{matmul}"'''
 parser = "regex"
 pattern = 'matmul n=\\d+: (?P<matmul_mflops>[0-9.]+) MFLOP/s'
 units = {{ matmul_mflops = "MFLOP/s" }}
-description = "pure-Python float matrix multiply, best of 9 (CPU only)"
+description = "pure-Python float matrix multiply, best of 9 (CPU only): nothing in the upgrade touches it, so a change within 5% (or within the spread of repeated runs) is noise"
 
 [[steps]]
 name = "backup-env"

@@ -35,7 +35,9 @@ HALO = 'stroke="#ffffff" stroke-width="3" paint-order="stroke"'
 #: More series than this on one chart are split over several charts.
 MAX_SERIES = 6
 FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
-LEFT, RIGHT, BOTTOM, LEGEND_ROW = 64, 20, 40, 18
+LEFT, RIGHT, BOTTOM, LEGEND_ROW = 64, 20, 54, 18
+#: Labels closer than this (px) on the x axis are not all printed.
+TICK_GAP = 26
 
 
 @dataclass(frozen=True)
@@ -99,12 +101,24 @@ def benchmark_of(series: Series) -> str | None:
     return series.labels.get("benchmark") or series.points[0].benchmark
 
 
+#: Labels a chart's title already says (the benchmark), or that only repeat it at length (the
+#: benchmark's whole command line): left out of the legend, whole in its tooltip.
+SAID_BY_TITLE = ("benchmark", "command")
+
+
 def legend_label(series: Series) -> str:
     """What tells a series apart on its chart: host and labels (the benchmark is the
-    chart's)."""
-    labels = [f"{k}={v}" for k, v in sorted(series.labels.items()) if k != "benchmark"]
+    chart's; its command line, when there is a benchmark, is in the tooltip)."""
+    skip = SAID_BY_TITLE if benchmark_of(series) else ("benchmark",)
+    labels = [f"{k}={v}" for k, v in sorted(series.labels.items()) if k not in skip]
     parts = [series.host or "no host", *labels]
     return ", ".join(parts)
+
+
+def full_label(series: Series) -> str:
+    """Host and every label of a series, for a tooltip."""
+    labels = [f"{k}={v}" for k, v in sorted(series.labels.items())]
+    return ", ".join([series.host or "no host", *labels])
 
 
 def rates_first(series: list[Series]) -> list[Series]:
@@ -122,14 +136,18 @@ def _chart_title(name: str, unit: str | None, benchmark: str | None) -> str:
     return f"{name}{f' ({unit})' if unit else ''}{f' · {benchmark}' if benchmark else ''}"
 
 
-def charts_of(timeline: Timeline) -> list[Chart]:
+def charts_of(timeline: Timeline, *, width: int = 720, height: int = 260) -> list[Chart]:
     """A chart per metric, unit and benchmark: rates (throughputs, bandwidths) first, then the
     rest, each in the order of its first figure; a group of more than :data:`MAX_SERIES`
     series (hosts or label sets) is split so each stays readable. Each chart shows the step
-    runs of its own hosts."""
+    runs of its own hosts. Counts (``successful_requests``, ``total_input_tokens``: see
+    :func:`~journal.projections.metrics.direction`) are not charted: they are not a
+    measure of how well anything ran."""
     marks = marks_of(timeline)
     groups: dict[tuple[str, str, str], list[Series]] = {}
     for series in rates_first(all_series(timeline)):
+        if series.direction == "count":
+            continue
         key = (series.name, series.unit or "", benchmark_of(series) or "")
         groups.setdefault(key, []).append(series)
     charts = []
@@ -142,7 +160,7 @@ def charts_of(timeline: Timeline) -> list[Chart]:
             if len(parts) > 1:
                 title += f" ({n} of {len(parts)})"
             digest = hashlib.sha1(repr((name, unit, bench, n)).encode()).hexdigest()[:8]
-            svg = svg_chart(part, shown, title=title)
+            svg = svg_chart(part, shown, title=title, width=width, height=height)
             charts.append(
                 Chart(title, name, unit or None, bench or None, svg, part, f"chart-{digest}")
             )
@@ -158,16 +176,19 @@ def _nice(step: float) -> float:
 
 
 def y_scale(values: Iterable[float]) -> tuple[float, float, list[float]]:
-    """The y axis for ``values``: its low and high ends and a few round ticks. It starts at 0
-    when the figures are positive and spread (a fall from 90 to 54 looks its size). The top
-    figure's label may stand above the axis, in the chart's top margin."""
+    """The y axis for ``values``: its low and high ends and a few round ticks. Every chart
+    starts at 0 (ends at 0 for negative figures), so a change looks its size on each of
+    them and they read alike: a fall from 90 to 54 is a fall by 40%, and 5,632 against
+    5,701 is the 1% it is. The top figure's label may stand above the axis, in the chart's
+    top margin."""
     values = list(values)
     lo, hi = min(values), max(values)
-    if lo >= 0 and (hi - lo) > 0.25 * hi:
+    if lo >= 0:
         lo = 0.0
-    if hi == lo:
-        pad = abs(hi) * 0.1 or 1.0
-        lo, hi = (lo - pad if lo - pad >= 0 or lo < 0 else 0.0), hi + pad
+    elif hi <= 0:
+        hi = 0.0
+    if hi == lo:  # all zero
+        hi = 1.0
     step = _nice((hi - lo) / 5)
     start = math.floor(lo / step + 1e-9) * step
     end = math.ceil(hi / step - 1e-9) * step
@@ -192,6 +213,27 @@ def _point_title(series: Series, point: MetricView) -> str:
     if point.invalid:
         text += f" — not trusted: {point.invalid}"
     return text
+
+
+def repeats(series: Series, trusted: list[MetricView], marks: list[Mark]) -> list[list[MetricView]]:
+    """The runs of two or more repeated figures among ``trusted``: consecutive, of the same
+    phase, with no step run of the series' host between them (as
+    :func:`~journal.projections.metrics.repeat_groups` groups them)."""
+    found: list[list[MetricView]] = []
+    for point in sorted(trusted, key=lambda p: p.seq):
+        last = found[-1][-1] if found else None
+        if (
+            last is not None
+            and last.phase == point.phase
+            and not any(
+                last.seq < m.seq < point.seq and (series.host is None or m.host == series.host)
+                for m in marks
+            )
+        ):
+            found[-1].append(point)
+        else:
+            found.append([point])
+    return [group for group in found if len(group) > 1]
 
 
 def _shown_marks(marks: list[Mark], seqs: set[int]) -> list[Mark]:
@@ -235,8 +277,8 @@ def svg_chart(
     ]
     if title:
         out.append(
-            f'<text class="chart-title" x="{LEFT}" y="18" font-size="13" font-weight="600" '
-            f'fill="#1d2329">{escape(_clip(title, (width - LEFT) // 8))}</text>'
+            f'<text class="chart-title" x="12" y="18" font-size="13" font-weight="600" '
+            f'fill="#1d2329">{escape(_clip(title, (width - 24) // 8))}</text>'
         )
     if not points:
         out.append(f'<text x="{LEFT}" y="{top + 20}" fill="{MUTED}">no figures to draw</text>')
@@ -276,22 +318,34 @@ def svg_chart(
     out.append(
         f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>'
     )
-    last_label, last_x = "", -1e9
-    for point in sorted(points, key=lambda p: p.seq):
-        px = x_of[point.seq]
+    last_label, last_x, tick_x = "", -1e9, -1e9
+    figure_seqs = sorted({p.seq for p in points})
+    phases = {p.seq: p.phase for p in points}
+    for n, seq in enumerate(figure_seqs, 1):
+        px = x_of[seq]
         out.append(
             f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{bottom}" y2="{bottom + 4}" stroke="{MUTED}"/>'
         )
+        # a tick per figure: its place in the order (and its phase), where there is room
+        if px - tick_x >= TICK_GAP:
+            text = f"{n}{f' {phases[seq]}' if phases[seq] else ''}"
+            out.append(
+                f'<text class="tick" x="{_f(px)}" y="{bottom + 15}" text-anchor="middle" '
+                f'fill="{MUTED}">{escape(text)}</text>'
+            )
+            tick_x = px
+    for point in sorted(points, key=lambda p: p.seq):
+        px = x_of[point.seq]
         label = _ts_label(point.ts)
         if label != last_label and px - last_x >= 80:
             out.append(
-                f'<text class="time" x="{_f(px)}" y="{bottom + 16}" text-anchor="middle" '
+                f'<text class="time" x="{_f(px)}" y="{bottom + 29}" text-anchor="middle" '
                 f'fill="{MUTED}">{escape(label)}</text>'
             )
             last_label, last_x = label, px
     out.append(
-        f'<text x="{width - RIGHT}" y="{bottom + 32}" text-anchor="end" fill="{MUTED}">'
-        "order of events (not to time scale) →</text>"
+        f'<text x="{width - RIGHT}" y="{bottom + 45}" text-anchor="end" fill="{MUTED}">'
+        "figures in the order of events (not to time scale) →</text>"
     )
     out.append("</g>")
     # step runs between figures
@@ -312,6 +366,19 @@ def svg_chart(
         colour = PALETTE[index % len(PALETTE)]
         out.append(f'<g class="series" data-series="{escape(one.slug)}">')
         trusted = [p for p in pts if not p.invalid]
+        for group in repeats(one, trusted, marks):
+            low, high = min(p.value for p in group), max(p.value for p in group)
+            x0, x1 = x_of[group[0].seq] - 8, x_of[group[-1].seq] + 8
+            about = (
+                f"spread of {len(group)} repeated figures: {number(low)} to {number(high)}"
+                f"{f' {one.unit}' if one.unit else ''}"
+            )
+            out.append(
+                f'<g class="spread"><title>{escape(about)}</title>'
+                f'<rect x="{_f(x0)}" y="{_f(y(high) - 2)}" width="{_f(x1 - x0)}" '
+                f'height="{_f(y(low) - y(high) + 4)}" rx="3" fill="{colour}" '
+                'fill-opacity="0.15"/></g>'
+            )
         if len(trusted) > 1:
             line = " ".join(f"{_f(x_of[p.seq])},{_f(y(p.value))}" for p in trusted)
             out.append(
@@ -347,7 +414,7 @@ def svg_chart(
         )
         shown_text = _clip(text, (width - LEFT - 16 - RIGHT) // 6)
         out.append(
-            f"<g><title>{escape(text)}</title>"
+            f"<g><title>{escape(full_label(series[row]) if row < len(series) else text)}</title>"
             f'<circle cx="{LEFT + 5}" cy="{_f(ly)}" r="4.5" {paint}/>'
             f'<text x="{LEFT + 16}" y="{_f(ly)}" dy="4" fill="#1d2329">{escape(shown_text)}</text>'
             "</g>"

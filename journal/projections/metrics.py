@@ -39,7 +39,9 @@ NOT_IDENTITY = frozenset({"phase", "host"})
 
 def higher_is_better(name: str, unit: str | None) -> bool:
     """Throughputs and bandwidths (a rate, ``…/s``) are better higher; latencies, counts and
-    sizes are not."""
+    sizes are not. This is the *rate* test the headline figures, the impact report and the
+    throughput_regression detector rely on; :func:`direction` is the fuller rule (it also
+    knows acceptance is better higher, and that a count is neither)."""
     unit = (unit or "").lower()
     name = name.lower()
     return (
@@ -48,6 +50,56 @@ def higher_is_better(name: str, unit: str | None) -> bool:
         or "per s" in unit
         or any(w in name for w in ("throughput", "bandwidth", "busbw", "algbw", "per_s", "flops"))
     )
+
+
+#: Figures that count things (requests done, tokens sent, the concurrency asked for): neither
+#: better higher nor lower, so never charted nor coloured (the page lists them in a table).
+COUNT_NAMES = frozenset(
+    {
+        "successful_requests",
+        "failed_requests",
+        "completed",
+        "num_prompts",
+        "concurrency",
+        "max_concurrency",
+        "total_input_tokens",
+        "total_output_tokens",
+        "total_generated_tokens",
+        "total_generated_tokens_retokenized",
+        "count",
+        "requests",
+    }
+)
+#: Words of a name that say it is better higher although it is no rate: acceptance of
+#: speculative decoding (``accept_length``, ``accept_rate``, ``acceptance…``), hit rates.
+HIGHER_WORDS = ("accept", "hit_rate", "speedup", "goodput")
+#: Words of a name, and units, that say it is a time: better lower.
+LOWER_WORDS = ("latency", "duration", "ttft", "itl", "tpot", "e2e", "elapsed", "time")
+TIME_UNITS = frozenset({"ns", "us", "µs", "ms", "s", "sec", "min", "h"})
+
+#: A change smaller than this (in percent of the earlier figure) between two single figures
+#: is called noise: one run of a benchmark is not precise to better than a few percent.
+NOISE_PERCENT = 5.0
+
+
+def direction(name: str, unit: str | None) -> str:
+    """Which way a figure is better: ``"higher"`` for rates, throughputs, bandwidths and
+    acceptance (``accept_length``, ``accept_rate``); ``"lower"`` for latencies and durations
+    (TTFT, ITL, TPOT, E2E; units ms, s) and anything else measured (power, memory);
+    ``"count"`` for counts (``successful_requests``, ``total_input_tokens``, ``num_prompts``…),
+    which are neither: they say how much was measured, not how well."""
+    low, u = name.lower(), (unit or "").strip().lower()
+    if higher_is_better(name, unit) or any(w in low for w in HIGHER_WORDS):
+        return "higher"
+    if u in TIME_UNITS or any(w in low for w in LOWER_WORDS) or low.endswith(("_ms", "_s")):
+        return "lower"
+    if (
+        low in COUNT_NAMES
+        or low.startswith(("num_", "n_", "total_"))
+        or low.endswith(("_count", "_requests", "_prompts", "_tokens"))
+    ) and u in ("", "tok", "tokens", "req", "requests", "count"):
+        return "count"
+    return "lower"
 
 
 def series_key(point: MetricView) -> tuple[Any, ...]:
@@ -68,7 +120,13 @@ class Series:
 
     @property
     def higher_is_better(self) -> bool:
+        """A rate (see :func:`higher_is_better`)."""
         return higher_is_better(self.name, self.unit)
+
+    @property
+    def direction(self) -> str:
+        """``higher``, ``lower`` or ``count`` (see :func:`direction`)."""
+        return direction(self.name, self.unit)
 
     @property
     def title(self) -> str:
@@ -95,6 +153,14 @@ class Change:
     basis: str  # "phase", "steps" or "repeat"
     steps: tuple[str, ...] = ()
     higher_is_better: bool = True
+    #: ``higher``, ``lower`` or ``count``: how :attr:`verdict` reads the change.
+    direction: str = "higher"
+    #: Whether the change is within the noise: within the spread of repeated figures, or
+    #: (both figures single) within :data:`NOISE_PERCENT`.
+    noise: bool = False
+    #: The repeated figures (same phase, no step between) each side belongs to.
+    before_group: tuple[MetricView, ...] = ()
+    after_group: tuple[MetricView, ...] = ()
 
     @property
     def delta(self) -> float:
@@ -113,6 +179,18 @@ class Change:
         if self.delta == 0:
             return None
         return (self.delta > 0) == self.higher_is_better
+
+    @property
+    def verdict(self) -> str:
+        """``better``, ``worse``, ``noise`` (within the spread or the noise threshold),
+        ``same`` (equal figures) or ``count`` (a count is neither better nor worse)."""
+        if self.direction == "count":
+            return "count"
+        if self.delta == 0:
+            return "same"
+        if self.noise:
+            return "noise"
+        return "better" if (self.delta > 0) == (self.direction == "higher") else "worse"
 
     @property
     def between(self) -> str:
@@ -157,8 +235,11 @@ def _trusted(series: Series) -> list[MetricView]:
     return [p for p in series.points if p.invalid is None and p.value == p.value]  # not NaN
 
 
-def pair(series: Series, before: MetricView, after: MetricView, steps: list[StepRunView]) -> Change:
-    """Two figures of ``series`` and what lies between them (a phase, steps, or nothing)."""
+def _between(
+    series: Series, before: MetricView, after: MetricView, steps: list[StepRunView]
+) -> tuple[str, tuple[str, ...]]:
+    """What lies between two figures: its basis (``phase``, ``steps``, ``repeat``) and the
+    steps run on the series' host in between."""
     between = tuple(
         dict.fromkeys(
             run.step
@@ -167,18 +248,72 @@ def pair(series: Series, before: MetricView, after: MetricView, steps: list[Step
         )
     )
     if before.phase != after.phase and (before.phase or after.phase):
-        basis = "phase"
-    elif between:
-        basis = "steps"
-    else:
-        basis = "repeat"
-    return Change(before, after, basis, between, series.higher_is_better)
+        return "phase", between
+    if between:
+        return "steps", between
+    return "repeat", between
+
+
+def repeat_groups(series: Series, steps: list[StepRunView]) -> list[list[MetricView]]:
+    """The trusted figures of ``series`` in runs of repeated samples: consecutive figures of
+    the same phase with no step run between them (the benchmark run again) form one group,
+    whose min–max is the spread of the measurement."""
+    groups: list[list[MetricView]] = []
+    for point in _trusted(series):
+        if groups and _between(series, groups[-1][-1], point, steps)[0] == "repeat":
+            groups[-1].append(point)
+        else:
+            groups.append([point])
+    return groups
+
+
+def is_noise(before: list[MetricView], after: list[MetricView]) -> bool:
+    """Whether a change from the ``before`` samples to the ``after`` ones is noise: with a
+    repeated side, when the two min–max ranges overlap (the change is within the spread);
+    with a single figure each side, when it is within :data:`NOISE_PERCENT` of the earlier."""
+    if before is after:
+        return True
+    if len(before) > 1 or len(after) > 1:
+        lo_b, hi_b = min(p.value for p in before), max(p.value for p in before)
+        lo_a, hi_a = min(p.value for p in after), max(p.value for p in after)
+        return lo_a <= hi_b and lo_b <= hi_a
+    percent = percent_change(before[0].value, after[0].value)
+    if percent is None:
+        return before[0].value == after[0].value
+    return abs(percent) <= NOISE_PERCENT
+
+
+def pair(
+    series: Series,
+    before: MetricView,
+    after: MetricView,
+    steps: list[StepRunView],
+    groups: list[list[MetricView]] | None = None,
+) -> Change:
+    """Two figures of ``series`` and what lies between them (a phase, steps, or nothing),
+    with whether the change is noise (see :func:`is_noise`)."""
+    basis, between = _between(series, before, after, steps)
+    groups = repeat_groups(series, steps) if groups is None else groups
+    side_b = next((g for g in groups if any(p is before for p in g)), [before])
+    side_a = next((g for g in groups if any(p is after for p in g)), [after])
+    return Change(
+        before,
+        after,
+        basis,
+        between,
+        series.higher_is_better,
+        series.direction,
+        is_noise(side_b, side_a),
+        tuple(side_b),
+        tuple(side_a),
+    )
 
 
 def changes(series: Series, steps: list[StepRunView]) -> list[Change]:
     """The consecutive trusted figures of ``series``, paired."""
     trusted = _trusted(series)
-    return [pair(series, a, b, steps) for a, b in zip(trusted, trusted[1:], strict=False)]
+    groups = repeat_groups(series, steps)
+    return [pair(series, a, b, steps, groups) for a, b in zip(trusted, trusted[1:], strict=False)]
 
 
 def before_after(series: Series, steps: list[StepRunView]) -> Change | None:

@@ -16,6 +16,7 @@ from flask import Blueprint, current_app, render_template, url_for
 
 from journal.export.chart import Chart, charts_of, number, rates_first, signed, signed_percent
 from journal.projections.metrics import (
+    NOISE_PERCENT,
     Change,
     Series,
     all_series,
@@ -42,6 +43,20 @@ SOURCES = {
 #: A label value longer than this (a whole command line) is cut short; its title is whole.
 LABEL_CHARS = 40
 
+#: The size the page draws its charts at (several side by side at 1400 px, CSS grid).
+CHART_SIZE = {"width": 460, "height": 230}
+
+#: Labels that a benchmark's name stands for on this page: its command line is said once, at
+#: the top of the page (with the benchmark), not on every row.
+SAID_BY_BENCHMARK = ("command",)
+
+#: What each direction is called in a tooltip.
+DIRECTIONS = {
+    "higher": "higher is better",
+    "lower": "lower is better",
+    "count": "a count: neither better nor worse",
+}
+
 
 @dataclass(frozen=True)
 class ChangeRow:
@@ -55,9 +70,22 @@ class ChangeRow:
 
     @property
     def verdict(self) -> str:
-        """``better``, ``worse`` or ``same``: the colour of the change."""
-        better = self.change.better if self.change else None
-        return "same" if better is None else "better" if better else "worse"
+        """``better``, ``worse``, ``noise`` or ``same``: the colour of the change (see
+        :attr:`Change.verdict`)."""
+        return self.change.verdict if self.change else "same"
+
+    @property
+    def spread(self) -> tuple[tuple[float, float, int] | None, tuple[float, float, int] | None]:
+        """The min, max and count of the repeated figures each side of the change (None for a
+        single figure)."""
+        if self.change is None or self.change.before_group == self.change.after_group:
+            return None, None  # no change, or a change within one run of repeats
+
+        def of(group: tuple[MetricView, ...]) -> tuple[float, float, int] | None:
+            values = [p.value for p in group]
+            return (min(values), max(values), len(values)) if len(values) > 1 else None
+
+        return of(self.change.before_group), of(self.change.after_group)
 
     @property
     def untrusted(self) -> int:
@@ -72,6 +100,8 @@ def change_rows(timeline: Timeline) -> list[ChangeRow]:
     steps = change_steps(timeline)
     rows = []
     for series in rates_first(all_series(timeline)):
+        if series.direction == "count":
+            continue
         overall = before_after(series, steps)
         rows.append(ChangeRow(series, overall, True))
         if overall is None:
@@ -84,6 +114,45 @@ def change_rows(timeline: Timeline) -> list[ChangeRow]:
         if not same:
             rows.extend(ChangeRow(series, change, False) for change in along)
     return rows
+
+
+def count_series(timeline: Timeline) -> list[Series]:
+    """The counts (requests done, tokens sent), listed in a table of their own: never charted
+    nor compared."""
+    return [s for s in all_series(timeline) if s.direction == "count"]
+
+
+def shared_labels(series: list[Series]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Per benchmark, the labels that a benchmark's name stands for on the page (its command
+    line) and that all its series share: said once at the top of the page."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for one in series:
+        bench = one.labels.get("benchmark")
+        if bench:
+            found.setdefault(bench, []).append(
+                {k: v for k, v in one.labels.items() if k in SAID_BY_BENCHMARK}
+            )
+    out = []
+    for bench, label_sets in found.items():
+        common = set(label_sets[0].items()).intersection(*(s.items() for s in label_sets[1:]))
+        out.append((bench, sorted(common)))
+    return out
+
+
+@bp.app_template_global("series_label_items")
+def series_label_items(labels: dict[str, str]) -> list[tuple[str, str]]:
+    """A series' labels as :func:`metric_label_items` says them, but with a benchmark the
+    long labels it stands for (its command line) left out, said once at the top of the
+    page: the benchmark is named alone (``sglang.bench_serving``), every label whole in its
+    tooltip."""
+    if "benchmark" not in labels:
+        return metric_label_items(labels)
+    shown = metric_label_items(labels, "host", *SAID_BY_BENCHMARK)
+    whole = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()) if k != "host")
+    return [
+        (whole, text.removeprefix("benchmark=")) if text.startswith("benchmark=") else (full, text)
+        for full, text in shown
+    ]
 
 
 @bp.app_template_global("metric_source")
@@ -160,6 +229,8 @@ def page(journal: str) -> str:
         "state": state,
         "journal": journal,
         "rows": change_rows(timeline),
+        "directions": DIRECTIONS,
+        "noise_percent": NOISE_PERCENT,
         "figures": timeline.metrics,
         "run_href": lambda m: run_href(journal, timeline, m),
         "line_href": lambda m: line_href(journal, timeline, m),
@@ -167,5 +238,11 @@ def page(journal: str) -> str:
     }
     if wants_fragment():
         return render_template("throughput/_table.html", **context)
-    charts: list[Chart] = charts_of(timeline)
-    return render_template("throughput/page.html", charts=charts, **context)
+    charts: list[Chart] = charts_of(timeline, **CHART_SIZE)
+    return render_template(
+        "throughput/page.html",
+        charts=charts,
+        counts=count_series(timeline),
+        shared=[(b, labels) for b, labels in shared_labels(all_series(timeline)) if labels],
+        **context,
+    )
