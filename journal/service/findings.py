@@ -231,7 +231,7 @@ def import_transcript(
 def _readings(text: str, path: Path, host: str, redactor: Redactor) -> dict[int, dict]:
     """What the transcript printed of the host's stack (torch, CUDA, NCCL, the driver … as
     :mod:`journal.pitfalls._printed` reads them), by the prompt line of each command that
-    printed any: the facts that command printed, each with its line (text redacted)."""
+    printed any: the facts that command printed, each with its line (redacted)."""
     from journal.pitfalls._printed import host_facts
     from journal.pitfalls.subjects import from_transcript
     from journal.projections.drift import transcript_reading
@@ -246,9 +246,7 @@ def _readings(text: str, path: Path, host: str, redactor: Redactor) -> dict[int,
         reading = transcript_reading(shown)
         if not reading["evidence"]:
             continue
-        for seen in reading["evidence"].values():
-            seen["text"] = redactor.text(seen["text"], "stdout")[0]
-        out[run.prompt_line] = reading
+        out[run.prompt_line] = redactor.value(reading, "stdout")  # values and lines alike
     return out
 
 
