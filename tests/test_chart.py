@@ -31,6 +31,7 @@ from journal.export.chart import (
 )
 from journal.projections.metrics import (
     NOISE_PERCENT,
+    Change,
     all_series,
     change_steps,
     changes,
@@ -344,6 +345,12 @@ def test_a_change_between_single_figures_within_5_percent_is_noise() -> None:
     # with repeats, the spread decides: 100 → 103 is a change when 100 was measured tightly
     assert not is_noise(one(100.0) + one(100.5), one(103.0))
     assert is_noise(one(90.0) + one(110.0), one(108.0))
+    # a change is better or worse by the metric's direction: acceptance up is better
+    up = Change(one(1.42)[0], one(3.02)[0], "steps", (), False, "higher")
+    assert up.better and up.verdict == "better"
+    slower = Change(one(5.0)[0], one(9.0)[0], "steps", (), False, "lower")
+    assert slower.better is False and slower.verdict == "worse"
+    assert Change(one(32.0)[0], one(16.0)[0], "steps", (), False, "count").verdict == "count"
 
 
 # -- untrusted and hostile input --------------------------------------------------------------

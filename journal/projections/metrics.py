@@ -175,10 +175,12 @@ class Change:
 
     @property
     def better(self) -> bool | None:
-        """Whether the later figure is the better one (None when equal)."""
+        """Whether the later figure is the better one (None when equal), by the metric's
+        :func:`direction` (a count, which has none, reads as before: better lower)."""
         if self.delta == 0:
             return None
-        return (self.delta > 0) == self.higher_is_better
+        higher = self.direction == "higher" if self.direction != "count" else self.higher_is_better
+        return (self.delta > 0) == higher
 
     @property
     def verdict(self) -> str:
