@@ -88,7 +88,7 @@ labels = { size = "1MiB" }
     assert again.returncode == 0
     assert b"against 812.50 MB/s" in again.stderr, text(again.stderr)
     log = journal("log", db=db, runbook=rb)
-    assert b"metric sha256 = 812.50 MB/s" in log.stdout, text(log.stdout)
+    assert b"  sha256 = 812.50 MB/s" in log.stdout, text(log.stdout)  # under its labels
 
 
 def test_a_benchmark_that_prints_no_figure_fails_and_says_why(tmp_path: Path) -> None:

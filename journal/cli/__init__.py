@@ -124,7 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="the host the note is about")
     p.add_argument("--author", help="who wrote it (default: user@machine)")
 
-    command("status", commands.status, "plan progress and the state of each host")
+    p = command(
+        "status",
+        commands.status,
+        "the story, plan progress and the state of each host; exit 1 when the latest run of a "
+        "plan step failed or timed out on some host, or an error finding is open (else 0)",
+    )
+    _format_option(p)
+    p = command(
+        "show", commands.show, "one step run in full: status, packages, findings, output tail"
+    )
+    p.add_argument("run", metavar="RUN", help="the run's id, or a unique start of it")
+    p.add_argument(
+        "--output", action="store_true", help="all of its output instead of the last 40 lines"
+    )
+    _format_option(p)
     p = command(
         "attach",
         commands.attach,
@@ -157,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     unack.add_argument("finding", help="the key or pitfall id that was acknowledged")
     unack.add_argument("--by", help="who withdraws it (default: user@machine)")
     p = command("lint", pitfalls.lint, "findings for terminal transcripts (no database needed)")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="a transcript; - reads one from standard input"
+    )
     p.add_argument("--format", choices=["text", "json"], default="text")
     exp = sub.add_parser("export", help="export the record: the postmortem, a step's asciicast")
     exp_sub = exp.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
@@ -182,6 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("log", commands.log, "the timeline in the terminal")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events live")
     p.add_argument("--output", action="store_true", help="print each step's recorded output")
+    p.add_argument("--host", help="only this host's runs (and its probes, notes, figures)")
+    p.add_argument("--step", help="only the runs of this step")
+    p.add_argument(
+        "--failed",
+        action="store_true",
+        help="only runs that failed, timed out, were lost or interrupted",
+    )
+    _format_option(p)
     p = command("serve", serve.serve, "the web UI: timeline, step runs, findings, hosts")
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=5000, help="port (default 5000; 0 picks a free one)")
@@ -216,6 +240,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     db.add_parser(sub, command)
     return parser
+
+
+def _format_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="json: the same as one JSON document (its keys are listed in the README)",
+    )
 
 
 def _label_option(p: argparse.ArgumentParser) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
+import os
 import socket
 import sys
 import time
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from journal.cli import render
 from journal.cli.context import Context
-from journal.display import plural
+from journal.display import first_line, plural
 from journal.errors import BadInput
 from journal.events import NoteAdded
 from journal.paths import make_folder, output_file, write_file
@@ -250,19 +252,94 @@ def _timeline(ctx: Context, journal: str):  # type: ignore[no-untyped-def]
     return current_timeline(ctx.store, journal)
 
 
+def _judged(ctx: Context, journal: str, colour: bool = False):  # type: ignore[no-untyped-def]
+    """The journal's timeline, its findings (both from their stored projections, brought up
+    to date) and its story."""
+    from journal.projections.story import story
+    from journal.service.findings import journal_findings
+
+    found, timeline = journal_findings(ctx.store, journal)
+    return timeline, render.Judged(found, colour=colour), story(timeline, found)
+
+
+def _colour() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _story_text(told) -> str:  # type: ignore[no-untyped-def]
+    from journal.projections.story import lines
+
+    return visible("\n".join(["story:", *(f"  {line}" for line in lines(told))]))
+
+
+def _dump(data: object) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
 def status(ctx: Context, args: argparse.Namespace) -> int:
+    """Plan progress with the story at the top. Exits 1 when the latest run of a plan step on
+    some host failed (or timed out), or an error finding is open; else 0."""
     journal = ctx.read_journal()
-    timeline = _timeline(ctx, journal)
+    timeline, judged, told = _judged(ctx, journal, colour=_colour())
     if ctx.has_runbook() and ctx.runbook.name == journal:
         timeline.plan = ctx.runbook.plan
         timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
-    from journal.projections.imported import imported_hosts, status_lines
+    from journal.projections.imported import as_dict, imported_hosts, status_lines
 
     imported = imported_hosts(timeline)  # known only from imports: no plan to be pending in
     hosts = [host for host in progress(timeline) if host.host not in imported]
-    print(render.progress_text(journal, timeline.plan, hosts, timeline))
-    for host in imported.values():
-        print(visible("\n".join(status_lines(host))))
+    failed = [
+        state.last
+        for host in hosts
+        for state in host.steps
+        if state.last is not None and state.last.status in STATUS_FAILS
+    ]
+    open_errors = [f for f in judged.findings if f.is_open and f.severity == "error"]
+    code = 1 if failed or open_errors else 0
+    if args.format == "json":
+        _dump(
+            {
+                "journal": journal,
+                "story": told.as_dict(),
+                "plan": timeline.plan,
+                "hosts": [
+                    {
+                        "host": host.host,
+                        "target": host.target,
+                        "done": host.done,
+                        "steps": [
+                            {
+                                "step": state.step,
+                                "status": judged.status(state.last) if state.last else "pending",
+                                "run": state.last.run_id if state.last else None,
+                                "open_errors": judged.errors(state.last) if state.last else [],
+                            }
+                            for state in host.steps
+                        ],
+                    }
+                    for host in hosts
+                ],
+                "imported_hosts": [as_dict(host) for host in imported.values()],
+                "failed": [{"step": r.step, "host": r.host, "run": r.run_id} for r in failed],
+                "open_errors": [f.to_dict() for f in open_errors],
+                "exit_status": code,
+            }
+        )
+    else:
+        print(_story_text(told))
+        print(render.progress_text(journal, timeline.plan, hosts, timeline, judged))
+        for host in imported.values():
+            print(visible("\n".join(status_lines(host))))
+        for found in open_errors:
+            where = f"{found.step} on {found.host} (run {found.run})" if found.run else found.host
+            print(visible(f"open error {found.id}: {where or journal}: {first_line(found.title)}"))
+        if code:
+            why = [plural(len(failed), "failed step run")] if failed else []
+            why += [plural(len(open_errors), "open error finding")] if open_errors else []
+            print(
+                f"journal: status 1: {' and '.join(why)} (`journal show RUN` tells more)",
+                file=sys.stderr,
+            )
     lost = [v for v in timeline.runs.values() if v.status == "lost" and not v.imported]
     if lost:
         runs = ", ".join(f"{v.step} on {v.host} (run {v.run_id})" for v in lost[:5])
@@ -272,25 +349,42 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
             "`journal attach --all` records how they ended",
             file=sys.stderr,
         )
-    return 0
+    return code
+
+
+#: The statuses of a plan step's latest run that make `journal status` exit 1.
+STATUS_FAILS = frozenset({"failed", "timed-out"})
 
 
 def log(ctx: Context, args: argparse.Namespace) -> int:
     journal = ctx.read_journal()
     store = ctx.store
-    timeline = _timeline(ctx, journal)
+    timeline, judged, told = _judged(ctx, journal, colour=_colour())
+    keep = render.Filter(args.host, args.step, args.failed)
+    if args.format == "json":
+        if args.follow or args.output:
+            raise BadInput("--format json lists the timeline; it cannot --follow or --output")
+        _dump(
+            {
+                "journal": journal,
+                "story": told.as_dict(),
+                "items": [render.item_json(i, judged) for i in timeline.items if keep.item(i)],
+            }
+        )
+        return 0
     # Output is printed as it was recorded; to a terminal with only its colours obeyed (a
     # title, a cleared screen, a cursor move are shown as escapes, not done).
     shown = visible_output if sys.stdout.isatty() else bytes
     if args.output:
         for run in timeline.step_runs():
-            print(render.run_line(run, command=False))
+            if not keep.run(run):
+                continue
+            print(render.run_line(run, command=False, judged=judged))
             sys.stdout.flush()
-            chunks = store.read(journal, run_id=run.run_id, types=["OutputChunk"])
-            sys.stdout.buffer.write(shown(render.output_bytes(chunks)))
-            sys.stdout.flush()
+            _write_output(store, journal, run.run_id, shown)
     else:
-        print(render.timeline_text(timeline))
+        print(_story_text(told))
+        print(render.timeline_text(timeline, judged, keep))
     if not args.follow:
         return 0
     last = max([r.seq for r in timeline.runs.values()] + [0])
@@ -307,6 +401,102 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
             time.sleep(0.2)
     except KeyboardInterrupt:
         return 0
+
+
+def _write_output(store, journal: str, run: str, shown) -> None:  # type: ignore[no-untyped-def]
+    """A run's recorded output, chunk by chunk as it is read (never all of it at once)."""
+    from journal.output import chunks_of
+
+    for chunk in chunks_of(store.read(journal, run_id=run, types=["OutputChunk"])):
+        sys.stdout.buffer.write(shown(render.decode(chunk)))
+    sys.stdout.flush()
+
+
+#: The lines of output `journal show` prints without --output.
+TAIL = 40
+
+
+def _tail(store, journal: str, run: str, count: int = TAIL) -> tuple[list[bytes], int]:  # type: ignore[no-untyped-def]
+    """The last ``count`` lines of a run's output, and how many lines it has in all, read
+    chunk by chunk."""
+    from collections import deque
+
+    from journal.output import chunks_of
+
+    kept: deque[bytes] = deque(maxlen=count)
+    partial = b""
+    total = 0
+    for chunk in chunks_of(store.read(journal, run_id=run, types=["OutputChunk"])):
+        parts = (partial + render.decode(chunk)).split(b"\n")
+        partial = parts.pop()
+        total += len(parts)
+        kept.extend(parts)
+    if partial:
+        kept.append(partial)
+        total += 1
+    return list(kept), total
+
+
+def find_run(ctx: Context, journal: str, prefix: str, runs: list[str]) -> str:
+    """The run ``prefix`` names (a run id or its unique start); else bad input naming it."""
+    matches = [run for run in runs if run.startswith(prefix)] if prefix else []
+    if prefix in runs:
+        return prefix
+    if len(matches) == 1:
+        return matches[0]
+    from journal.runbook import suggest
+
+    if matches:
+        raise BadInput(f"run id {prefix!r} is ambiguous: {', '.join(matches[:5])}")
+    raise BadInput(
+        f"no step run {prefix!r} in {journal}{suggest(prefix, runs)}; "
+        "`journal log` lists the runs with their ids"
+    )
+
+
+def show(ctx: Context, args: argparse.Namespace) -> int:
+    """`journal show RUN`: one run in full, its findings with advice and its output's tail."""
+    from journal.cli.pitfalls import finding_text
+
+    journal = ctx.read_journal()
+    store = ctx.store
+    timeline, judged, _ = _judged(ctx, journal, colour=_colour())
+    run = timeline.runs[find_run(ctx, journal, args.run, list(timeline.runs))]
+    if args.format == "json":
+        if args.output:
+            raise BadInput("--format json gives the output's tail; drop --output")
+        lines, total = _tail(store, journal, run.run_id)
+        _dump(
+            {
+                "journal": journal,
+                **render.run_json(run, judged),
+                "output_lines": total,
+                "output_tail": [line.decode("utf-8", "replace") for line in lines],
+            }
+        )
+        return 0
+    print(render.show_text(run, judged))
+    for found in judged.of(run):
+        print(finding_text(found, with_key=True))
+    shown = visible_output if sys.stdout.isatty() else bytes
+    sys.stdout.flush()
+    if args.output:
+        print("output:", flush=True)
+        _write_output(store, journal, run.run_id, shown)
+        return 0
+    lines, total = _tail(store, journal, run.run_id)
+    if not total:
+        print("output: none recorded")
+        return 0
+    head = (
+        "output"
+        if total <= len(lines)
+        else f"output (last {len(lines)} of {total} lines; --output for all)"
+    )
+    print(f"{head}:", flush=True)
+    sys.stdout.buffer.write(shown(b"\n".join(lines) + b"\n"))
+    sys.stdout.flush()
+    return 0
 
 
 def _witness(ctx: Context, location: str):  # type: ignore[no-untyped-def]

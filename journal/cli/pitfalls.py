@@ -81,10 +81,31 @@ def _n(count: int) -> str:
     return f"{count} finding{'s' if count != 1 else ''}"
 
 
-def lint(ctx: Context, args: argparse.Namespace) -> int:
+def _lint(files: list[str]) -> list[tuple[Path, Finding]]:
+    """Findings for each transcript; ``-`` is the one on standard input."""
+    from journal.errors import BadInput
+    from journal.pitfalls import judge
+    from journal.pitfalls.subjects import from_transcript
+    from journal.service.lint import MAX_TRANSCRIPT
     from journal.service.lint import lint as lint_files
 
-    found = lint_files([Path(p) for p in args.files])
+    found: list[tuple[Path, Finding]] = []
+    for name in files:
+        if name != "-":
+            found.extend(lint_files([Path(name)]))
+            continue
+        data = sys.stdin.buffer.read(MAX_TRANSCRIPT + 1)
+        if len(data) > MAX_TRANSCRIPT:
+            raise BadInput(
+                f"standard input: more than {MAX_TRANSCRIPT} bytes is too large for a transcript"
+            )
+        subject = from_transcript(data.decode("utf-8", "replace"), "<stdin>")
+        found.extend((Path("<stdin>"), f) for f in judge(subject))
+    return found
+
+
+def lint(ctx: Context, args: argparse.Namespace) -> int:
+    found = _lint(args.files)
     if args.format == "json":
         print(
             json.dumps(

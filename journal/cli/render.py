@@ -7,6 +7,7 @@ clear its screen; a step's output itself (`journal log --output`) is printed as 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 # Re-exported: the CLI's views and its callers write values as the web and exports do.
 from journal.display import figure, first_line, plural, seconds, when  # noqa: F401
@@ -15,9 +16,11 @@ from journal.mapper import Recorded
 
 # Re-exported: `journal log --output` prints a run's output as journal.output reassembles it.
 from journal.output import decode, output_bytes  # noqa: F401
+from journal.pitfalls.base import Finding
 from journal.probes.summary import summary
 from journal.projections.packages import change_text
 from journal.projections.progress import HostState
+from journal.projections.story import run_status
 from journal.projections.timeline import (
     ExpectationView,
     HostKeyView,
@@ -26,6 +29,7 @@ from journal.projections.timeline import (
     ProbeView,
     StepRunView,
     Timeline,
+    TimelineItem,
 )
 from journal.terminal import visible
 
@@ -38,16 +42,60 @@ MARK = {
     "running": "... ",
     "pending": "    ",
     "unfinished": "... ",
+    "no change": "NOOP",
 }
+
+#: A run that succeeded but changed nothing asked is shown amber on a terminal.
+AMBER = "\x1b[33m"
+RESET = "\x1b[0m"
+
+#: Runs `journal log --failed` keeps.
+FAILED = frozenset({"failed", "timed-out", "lost", "interrupted"})
+
+
+@dataclass
+class Judged:
+    """What the CLI says of runs beyond their own record: their findings (by run), the
+    status each is shown with and its open error findings."""
+
+    findings: list[Finding] = field(default_factory=list)
+    colour: bool = False
+    by_run: dict[str, list[Finding]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for found in self.findings:
+            if found.run:
+                self.by_run.setdefault(found.run, []).append(found)
+
+    def of(self, run: StepRunView) -> list[Finding]:
+        return self.by_run.get(run.run_id, [])
+
+    def status(self, run: StepRunView) -> str:
+        return run_status(run, self.of(run))
+
+    def errors(self, run: StepRunView) -> list[str]:
+        """The ids of the run's open error findings."""
+        return [f.id for f in self.of(run) if f.is_open and f.severity == "error"]
+
+    def shown(self, run: StepRunView) -> str:
+        status = self.status(run)
+        if status == "no change" and self.colour:
+            return f"{AMBER}{status}{RESET}"
+        return status
 
 
 #: The indent of a timeline item's details, under its time.
 PAD = " " * 22
 
 
-def run_line(run: StepRunView, command: bool = True) -> str:
+def run_line(run: StepRunView, command: bool = True, judged: Judged | None = None) -> str:
     """A step run's heading: when, status, exit, duration and output counts; then (unless
-    ``command`` is false) its command and, for anything but a plain exit, the reason."""
+    ``command`` is false) its command and, for anything but a plain exit, the reason.
+    With ``judged``: ``no change`` for a run that changed nothing asked (amber on a terminal)
+    and its open error findings (``open error: noop-install``)."""
+    judged = judged or Judged()
+    status = judged.status(run)
+    errors = judged.errors(run)
     exit_text = "" if run.exit_code is None else f" exit {run.exit_code}"
     took = "" if run.duration is None else f" {seconds(run.duration)}"
     out = (
@@ -55,27 +103,79 @@ def run_line(run: StepRunView, command: bool = True) -> str:
         f"{plural(run.lines.get('stderr', 0), 'line')} err"
     )
     line = (
-        f"{when(run.started)}  [{MARK.get(run.status, run.status)}] {run.step} on {run.host}: "
-        f"{run.status}{exit_text}{took}  ({out})  run {run.run_id}"
+        f"{when(run.started)}  [{MARK.get(status, status)}] {run.step} on {run.host}: "
+        f"{status}{exit_text}{took}  ({out})  run {run.run_id}"
     )
+    if errors:
+        line += f"  open error: {', '.join(errors)}"
     if command:
         line += f"\n{PAD}$ {first_line(run.command)}"
     if run.reason:
         line += f"\n{PAD}{run.reason}"
-    return visible(line)
+    line = visible(line)
+    if judged.colour and status == "no change":  # the amber is journal's, not the host's
+        line = line.replace(": no change", f": {judged.shown(run)}", 1)
+    return line
 
 
-def timeline_text(timeline: Timeline) -> str:
-    """The whole timeline, one block per item."""
-    runs = timeline.step_runs()
+@dataclass(frozen=True)
+class Filter:
+    """What `journal log --host/--step/--failed` keeps: step runs that match; with --step or
+    --failed nothing else, with --host only the host's probes, notes and figures."""
+
+    host: str | None = None
+    step: str | None = None
+    failed: bool = False
+
+    @property
+    def runs_only(self) -> bool:
+        return self.step is not None or self.failed
+
+    def run(self, run: StepRunView) -> bool:
+        return (
+            (self.host is None or run.host == self.host)
+            and (self.step is None or run.step == self.step)
+            and (not self.failed or run.status in FAILED)
+        )
+
+    def item(self, item: TimelineItem) -> bool:
+        if isinstance(item, StepRunView):
+            return self.run(item)
+        if self.runs_only:
+            return False
+        if self.host is None:
+            return True
+        if isinstance(item, NoteView):
+            return item.host in (None, self.host)
+        return getattr(item, "host", None) == self.host
+
+
+def finding_line(found: Finding) -> str:
+    """A finding under its run: ``finding noop-install (error, open): title``."""
+    return f"finding {found.id} ({found.severity}, {found.state}): {first_line(found.title)}"
+
+
+def timeline_text(
+    timeline: Timeline, judged: Judged | None = None, keep: Filter | None = None
+) -> str:
+    """The whole timeline, one block per item (``keep``: only what the filter keeps); with
+    ``judged``, each run's findings under it."""
+    judged = judged or Judged()
+    keep = keep or Filter()
+    runs = [r for r in timeline.step_runs() if keep.run(r)]
     lines = [
         f"journal {timeline.journal}: {plural(len(runs), 'step run')}, "
         f"{plural(timeline.events, 'event')}, last at {when(timeline.last_ts)}"
     ]
+    headings: set[int] = set()
     for item in timeline.items:
+        if not keep.item(item):
+            continue
         if isinstance(item, StepRunView):
-            lines.append(run_line(item))
+            headings.add(len(lines))  # made visible by run_line, with its amber kept
+            lines.append(run_line(item, judged=judged))
             lines.extend(f"{PAD}{line}" for line in run_details(item))
+            lines.extend(f"{PAD}{finding_line(f)}" for f in judged.of(item))
         elif isinstance(item, ProbeView):
             lines.append(f"{when(item.ts)}  probe {item.probe} on {item.host}: {probe_line(item)}")
             lines.extend(f"{PAD}{expectation_line(e)}" for e in item.expectations)
@@ -89,7 +189,7 @@ def timeline_text(timeline: Timeline) -> str:
                 f"{when(item.ts)}  accepted the new host key of {item.host} ({item.target}): "
                 f"{item.key_type} {item.fingerprint}"
             )
-    return visible("\n".join(lines))
+    return "\n".join(line if i in headings else visible(line) for i, line in enumerate(lines))
 
 
 def metric_line(metric: MetricView) -> str:
@@ -132,15 +232,47 @@ def run_details(run: StepRunView) -> list[str]:
         if probe.probe != "packages":
             lines.append(f"probe {probe.probe}: {probe_line(probe)}")
     lines.extend(expectation_line(e) for e in run.expectations)
-    lines.extend(f"metric {metric_line(m)}" for m in run.metrics)
+    lines.extend(metric_lines(run.metrics))
+    return lines
+
+
+def _labels(metric: MetricView) -> tuple[tuple[str, str], ...]:
+    return tuple((k, v) for k, v in metric.labels.items() if k != "host")
+
+
+def metric_lines(metrics: list[MetricView]) -> list[str]:
+    """Figures as the log shows them: one alone as :func:`metric_line`; figures sharing their
+    labels and host (a benchmark's many metrics) as one header naming the labels once, then a
+    short line per figure."""
+    groups: dict[tuple[object, ...], list[MetricView]] = {}
+    for m in metrics:
+        groups.setdefault((_labels(m), m.host), []).append(m)
+    lines = []
+    for (labels, host), group in groups.items():
+        if len(group) == 1 or not labels:
+            lines.extend(f"metric {metric_line(m)}" for m in group)
+            continue
+        where = f" on {host}" if host else ""
+        said = ", ".join(f"{k}={v}" for k, v in labels)
+        lines.append(visible(f"metrics{where} ({said}):"))
+        for m in group:
+            how = " [entered by hand]" if m.source == "manual" else ""
+            bad = f" [NOT TRUSTED: {m.invalid}]" if m.invalid else ""
+            lines.append(visible(f"  {m.name} = {figure(m.value, m.unit)}{how}{bad}"))
     return lines
 
 
 def progress_text(
-    journal: str, plan: list[str], hosts: list[HostState], timeline: Timeline | None = None
+    journal: str,
+    plan: list[str],
+    hosts: list[HostState],
+    timeline: Timeline | None = None,
+    judged: Judged | None = None,
 ) -> str:
-    """The plan as a table of steps × hosts, then one summary line per host."""
-    lines = [f"journal {journal}: plan of {plural(len(plan), 'step')}"]
+    """The plan as a table of steps × hosts (a run that changed nothing asked: ``no change``),
+    then one summary line per host."""
+    judged = judged or Judged()
+    lines = [visible(f"journal {journal}: plan of {plural(len(plan), 'step')}")]
     if not plan:
         lines.append("  (the runbook has no steps yet)")
     width = max([len(s) for s in plan] + [4])
@@ -148,8 +280,10 @@ def progress_text(
         cells = []
         for host in hosts:
             state = host.steps[index]
-            cells.append(f"{host.host}: {state.status}")
-        lines.append(f"  {index + 1:>2}. {step:<{width}}  " + "   ".join(cells))
+            status = judged.shown(state.last) if state.last else state.status
+            cells.append(visible(f"{host.host}: ") + status)
+        lines.append(visible(f"  {index + 1:>2}. {step:<{width}}  ") + "   ".join(cells))
+    rest = []
     for host in hosts:
         last = host.last
         tail = (
@@ -158,13 +292,13 @@ def progress_text(
             else "nothing run yet"
         )
         done = f"{host.done}/{len(host.steps)} steps done"
-        lines.append(f"host {host.host} ({host.target or '?'}): {done}; {tail}")
+        rest.append(f"host {host.host} ({host.target or '?'}): {done}; {tail}")
         probe = (timeline.latest_probes.get(host.host, {}) if timeline else {}).get("torch-env")
         if probe is not None and probe.result is not None:
-            lines.append(f"  {summary('torch-env', probe.result)} (probed {when(probe.ts)})")
+            rest.append(f"  {summary('torch-env', probe.result)} (probed {when(probe.ts)})")
         elif timeline is not None:
-            lines.append("  stack not probed yet: `journal run probe torch-env`")
-    return visible("\n".join(lines))
+            rest.append("  stack not probed yet: `journal run probe torch-env`")
+    return "\n".join([*lines, visible("\n".join(rest))] if rest else lines)
 
 
 def event_text(rec: Recorded, runs: dict[str, tuple[str, str]]) -> bytes:
@@ -207,3 +341,76 @@ def verdict(run) -> str:  # type: ignore[no-untyped-def]
         f"journal: [{mark}] {run.step} on {run.host} {outcome.status}{code} in {took}{reason} "
         f"(run {run.run_id})"
     )
+
+
+def _fields(view: object, *names: str) -> dict:
+    return {name: getattr(view, name) for name in names}
+
+
+def run_json(run: StepRunView, judged: Judged) -> dict:
+    """A step run as `log`, `status` and `show --format json` give it."""
+    diff = run.diff
+    return {
+        "run": run.run_id,
+        **_fields(run, "step", "host", "command"),
+        "status": judged.status(run),
+        "recorded_status": run.status,
+        **_fields(run, "exit_code", "duration", "started", "finished", "reason", "imported"),
+        "open_errors": judged.errors(run),
+        "packages": None
+        if diff is None
+        else [_fields(c, "name", "before", "after", "kind") for c in diff.changes],
+        "probes": [_fields(p, "probe", "result", "error") for p in run.probes],
+        "expectations": [_fields(e, "key", "expected", "ok", "reason") for e in run.expectations],
+        "metrics": [metric_json(m) for m in run.metrics],
+        "findings": [f.to_dict() for f in judged.of(run)],
+    }
+
+
+def metric_json(m: MetricView) -> dict:
+    return _fields(m, "name", "value", "unit", "labels", "host", "run", "source", "invalid")
+
+
+def item_json(item: TimelineItem, judged: Judged) -> dict:
+    """One timeline item of `journal log --format json`, with its ``kind``."""
+    if isinstance(item, StepRunView):
+        return {"kind": "run", **run_json(item, judged)}
+    if isinstance(item, ProbeView):
+        return {"kind": "probe", "at": item.ts, **_fields(item, "probe", "host", "result", "error")}
+    if isinstance(item, NoteView):
+        return {"kind": "note", "at": item.ts, **_fields(item, "text", "tags", "host", "author")}
+    if isinstance(item, MetricView):
+        return {"kind": "metric", "at": item.ts, **metric_json(item)}
+    keys = _fields(item, "host", "target", "key_type", "fingerprint")
+    return {"kind": "host-key", "at": item.ts, **keys}
+
+
+def show_text(run: StepRunView, judged: Judged) -> str:
+    """`journal show RUN`: the run in full (its findings and output follow)."""
+    status = judged.status(run)
+    lines = [
+        f"run {run.run_id}: {run.step} on {run.host}" + (f" ({run.target})" if run.target else ""),
+        f"  command:  {run.command}",
+        f"  status:   {status}"
+        + (" (succeeded, but changed nothing it was asked to)" if status == "no change" else ""),
+        f"  exit:     {'-' if run.exit_code is None else run.exit_code}",
+        f"  started:  {when(run.started)}",
+        f"  finished: {when(run.finished) if run.finished else '-'}",
+        f"  duration: {'-' if run.duration is None else seconds(run.duration)}",
+        f"  output:   {plural(run.lines.get('stdout', 0), 'line')} out, "
+        f"{plural(run.lines.get('stderr', 0), 'line')} err",
+    ]
+    if run.reason:
+        lines.append(f"  reason:   {run.reason}")
+    if run.imported:
+        lines.append("  imported from a transcript")
+    errors = judged.errors(run)
+    if errors:
+        lines.append(f"  open error: {', '.join(errors)}")
+    lines.extend(f"  {line}" for line in run_details(run))
+    if run.diff is None:
+        lines.append("  packages: no snapshots to compare")
+    text = visible("\n".join(lines))
+    if judged.colour and status == "no change":
+        text = text.replace("status:   no change", f"status:   {judged.shown(run)}", 1)
+    return text
