@@ -407,8 +407,17 @@ def _write_output(store, journal: str, run: str, shown) -> None:  # type: ignore
     """A run's recorded output, chunk by chunk as it is read (never all of it at once)."""
     from journal.output import chunks_of
 
+    held = b""  # to a terminal, whole lines: an escape cut between two chunks stays one
     for chunk in chunks_of(store.read(journal, run_id=run, types=["OutputChunk"])):
-        sys.stdout.buffer.write(shown(render.decode(chunk)))
+        data = render.decode(chunk)
+        if shown is bytes:
+            sys.stdout.buffer.write(data)
+            continue
+        data = held + data
+        cut = data.rfind(b"\n") + 1
+        held = data[cut:]
+        sys.stdout.buffer.write(shown(data[:cut]))
+    sys.stdout.buffer.write(shown(held))
     sys.stdout.flush()
 
 
