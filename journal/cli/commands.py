@@ -446,7 +446,7 @@ def _tail(store, journal: str, run: str, count: int = TAIL) -> tuple[list[bytes]
     return list(kept), total
 
 
-def find_run(ctx: Context, journal: str, prefix: str, runs: list[str]) -> str:
+def find_run(journal: str, prefix: str, runs: list[str]) -> str:
     """The run ``prefix`` names (a run id or its unique start); else bad input naming it."""
     matches = [run for run in runs if run.startswith(prefix)] if prefix else []
     if prefix in runs:
@@ -457,10 +457,10 @@ def find_run(ctx: Context, journal: str, prefix: str, runs: list[str]) -> str:
 
     if matches:
         raise BadInput(f"run id {prefix!r} is ambiguous: {', '.join(matches[:5])}")
-    raise BadInput(
-        f"no step run {prefix!r} in {journal}{suggest(prefix, runs)}; "
-        "`journal log` lists the runs with their ids"
-    )
+    hint = suggest(prefix, runs)
+    if hint.startswith("; known") and len(runs) > 5:  # not every run of a long journal
+        hint = f"; the latest: {', '.join(runs[-5:])}"
+    raise BadInput(f"no step run {prefix!r} in {journal}{hint}; `journal log` lists them")
 
 
 def show(ctx: Context, args: argparse.Namespace) -> int:
@@ -470,7 +470,7 @@ def show(ctx: Context, args: argparse.Namespace) -> int:
     journal = ctx.read_journal()
     store = ctx.store
     timeline, judged, _ = _judged(ctx, journal, colour=_colour())
-    run = timeline.runs[find_run(ctx, journal, args.run, list(timeline.runs))]
+    run = timeline.runs[find_run(journal, args.run, list(timeline.runs))]
     if args.format == "json":
         if args.output:
             raise BadInput("--format json gives the output's tail; drop --output")
@@ -602,16 +602,8 @@ def export_cast(ctx: Context, args: argparse.Namespace) -> int:
         for r in ctx.store.read(journal, types=["StepStarted"])
         if isinstance(r.event, StepStarted)
     ]
-    matches = [run for run in runs if run.startswith(args.run_id)]
-    if len(matches) != 1:
-        from journal.runbook import suggest
-
-        if matches:
-            raise BadInput(f"run id {args.run_id!r} is ambiguous: {', '.join(matches[:5])}")
-        raise BadInput(f"no step run {args.run_id!r} in {journal}{suggest(args.run_id, runs)}")
-    lines = to_cast(
-        ctx.store.read(journal, run_id=matches[0], types=["StepStarted", "OutputChunk"])
-    )
+    run = find_run(journal, args.run_id, runs)
+    lines = to_cast(ctx.store.read(journal, run_id=run, types=["StepStarted", "OutputChunk"]))
     write_file(output, "\n".join(lines) + "\n", "the asciicast")
-    print(f"wrote {output}: {len(lines) - 1} output events of run {matches[0]}")
+    print(f"wrote {output}: {len(lines) - 1} output events of run {run}")
     return 0
