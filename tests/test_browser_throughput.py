@@ -128,6 +128,8 @@ def test_the_demo_throughput_page_is_compact_at_1400_px_and_reads_each_direction
     assert "rgb(102, 112, 122)" == overall.locator("td.percent").evaluate(
         "el => getComputedStyle(el).color"
     ) or "noise" in (overall.locator("td.percent").get_attribute("class") or "")
+    accept = page.locator("figure.chart-box[data-metric='accept_length'] text.direction")
+    expect(accept).to_have_text("↑ higher is better")
     up = rows.filter(has_text="+112.7%")
     expect(up.locator("td.verdict")).to_have_text("better")
     green = up.locator("td.percent").evaluate("el => getComputedStyle(el).color")

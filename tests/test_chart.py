@@ -323,6 +323,8 @@ def test_counts_are_not_charted_and_repeats_draw_their_spread(tmp_path: Path) ->
     ]
     ticks = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "tick"]
     assert ticks == ["1", "2", "3", "4", "5"]
+    said = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "direction"]
+    assert said == ["↑ higher is better"]
     (series,) = [s for s in all_series(timeline) if s.name == "output_token_throughput"]
     found = changes(series, change_steps(timeline))
     # run again: noise by definition; 92 → 89 across the step is within the spread 86–92

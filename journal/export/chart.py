@@ -352,7 +352,7 @@ def svg_chart(
     for mark in shown:
         mx = _f(x_of[mark.seq])
         where = f" on {mark.host}" if mark.host else ""
-        name = mark.label if len(mark.label) <= 30 else mark.label[:29] + "…"
+        name = _clip(mark.label, max(8, min(30, int(plot_h / 6.5))))  # within the plot
         about = f"step {mark.label}{where}, started {mark.ts[:19].replace('T', ' ')}"
         out.append(
             f'<g class="mark" data-seq="{mark.seq}"><title>{escape(about)}'
@@ -403,6 +403,15 @@ def svg_chart(
             )
         out.append("</g>")
     # legend
+    # which way is better, beside the legend's first row
+    way = {"higher": "↑ higher is better", "lower": "↓ lower is better"}.get(
+        series[0].direction if series else ""
+    )
+    if way:
+        out.append(
+            f'<text class="direction" x="{width - RIGHT}" y="{_f(height + 6 + LEGEND_ROW / 2)}" '
+            f'dy="4" text-anchor="end" fill="{MUTED}">{way}</text>'
+        )
     out.append('<g class="legend">')
     entries = [(PALETTE[i % len(PALETTE)], legend_label(s), False) for i, s in enumerate(series)]
     if untrusted:
