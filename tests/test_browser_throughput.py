@@ -148,3 +148,7 @@ def test_the_demo_throughput_page_is_compact_at_1400_px_and_reads_each_direction
     assert page.locator("#before-after td.labels", has_text="command=").count() == 0
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT), full_page=True)
+    # on a narrow screen, one chart a row
+    page.set_viewport_size({"width": 600, "height": 900})
+    first, second = (boxes.nth(i).bounding_box() for i in range(2))
+    assert first and second and first["x"] == second["x"] and second["y"] > first["y"]
