@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import os
 import pty
+import selectors
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -305,3 +308,35 @@ def test_lint_reads_a_transcript_from_standard_input(tmp_path: Path) -> None:
     assert "noop-install" in {f["id"] for f in found}
     assert {f["file"] for f in found} == {"<stdin>"}
     assert not list(tmp_path.iterdir())
+
+
+def test_log_follow_keeps_to_its_filters(story: Path) -> None:
+    base = [*JOURNAL, "--db", str(story / "journal.db"), "--runbook", str(story / "runbook.toml")]
+    follower = subprocess.Popen(
+        [*base, "log", "--follow", "--step", "count"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=_env(),
+        cwd=story,
+    )
+    assert follower.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(follower.stdout, selectors.EVENT_READ)
+    seen = b""
+    deadline = time.monotonic() + 30
+    while b"-- following" not in seen and time.monotonic() < deadline:
+        if selector.select(0.2):
+            seen += follower.stdout.read1(65536)
+    assert cli(story, "run", "step", "flaky").returncode == 3
+    assert cli(story, "run", "step", "count").returncode == 0
+    while b"<== count on here" not in seen and time.monotonic() < deadline:
+        if selector.select(0.2):
+            seen += follower.stdout.read1(65536)
+    follower.send_signal(signal.SIGINT)
+    rest, err = follower.communicate(timeout=10)
+    selector.close()
+    live = (seen + rest).split(b"-- following; Ctrl-C to stop --")[1]
+    assert b"==> count on here" in live and b"\n100\n" in live, text(live)
+    assert b"flaky" not in live and b"broken" not in live
+    assert follower.returncode == 0, text(err)

@@ -15,7 +15,7 @@ from journal.cli import render
 from journal.cli.context import Context
 from journal.display import first_line, plural
 from journal.errors import BadInput
-from journal.events import NoteAdded
+from journal.events import NoteAdded, StepStarted
 from journal.paths import make_folder, output_file, write_file
 from journal.projections.progress import progress
 from journal.runbook import TEMPLATE, parse
@@ -396,7 +396,10 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
         while True:
             for rec in store.read(journal, after=last):
                 last = rec.seq
-                sys.stdout.buffer.write(shown(render.event_text(rec, runs)))
+                if isinstance(rec.event, StepStarted):
+                    runs[rec.event.run] = (rec.event.step, rec.event.host_name)
+                if keep.follows(rec.event, runs):
+                    sys.stdout.buffer.write(shown(render.event_text(rec, runs)))
             sys.stdout.flush()
             time.sleep(0.2)
     except KeyboardInterrupt:

@@ -149,6 +149,20 @@ class Filter:
             return item.host in (None, self.host)
         return getattr(item, "host", None) == self.host
 
+    def follows(self, event: object, runs: dict[str, tuple[str, str]]) -> bool:
+        """Whether `journal log --follow` prints this new event (``runs``: the step and host
+        of each run started so far)."""
+        run = getattr(event, "run", None)
+        if run is None:  # a note, a figure by hand, a probe on its own
+            host = getattr(event, "host_name", None)
+            return not self.runs_only and self.host in (None, host)
+        if run not in runs:
+            return self == Filter()
+        step, host = runs[run]
+        if (self.host or host) != host or (self.step or step) != step:
+            return False
+        return not self.failed or (isinstance(event, StepFinished) and event.status in FAILED)
+
 
 def finding_line(found: Finding) -> str:
     """A finding under its run: ``finding noop-install (error, open): title``."""
