@@ -5,6 +5,7 @@ hostname in a UTS namespace (`unshare -u`), recording into the same journal."""
 from __future__ import annotations
 
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -80,12 +81,18 @@ def test_a_run_recorded_on_another_machine_is_running_while_its_heartbeat_is_fre
         assert [m for m, _ in leases] == ["other-box"]  # recorded from the other machine
         # this machine cannot see that process: the heartbeat alone says it runs
         assert "slow  here: running" in _status(db, rb)
-        # the beat goes stale (as when the other machine dies): the run is lost, not guessed
-        with sqlite3.connect(db) as conn:
-            conn.execute("UPDATE recorder_leases SET beat = beat - 60")
-        assert "slow  here: lost" in _status(db, rb)
-        listed = journal("pitfalls", db=db, runbook=rb)
-        assert b"slow is lost" in listed.stdout
+        # the beat goes stale (as when the other machine dies): the run is lost, not guessed;
+        # the recorder is stopped meanwhile, so that its next beat cannot come in between
+        # (under load, the two commands below take longer than a beat)
+        other.send_signal(signal.SIGSTOP)
+        try:
+            with sqlite3.connect(db) as conn:
+                conn.execute("UPDATE recorder_leases SET beat = beat - 60")
+            assert "slow  here: lost" in _status(db, rb)
+            listed = journal("pitfalls", db=db, runbook=rb)
+            assert b"slow is lost" in listed.stdout
+        finally:
+            other.send_signal(signal.SIGCONT)
         # the other recorder is alive after all: its next beat makes the run running again
         deadline = time.monotonic() + 20
         while "slow  here: running" not in _status(db, rb):
