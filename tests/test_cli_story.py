@@ -340,3 +340,14 @@ def test_log_follow_keeps_to_its_filters(story: Path) -> None:
     assert b"==> count on here" in live and b"\n100\n" in live, text(live)
     assert b"flaky" not in live and b"broken" not in live
     assert follower.returncode == 0, text(err)
+
+
+def test_log_output_keeps_to_the_filters_and_json_does_not_follow(story: Path) -> None:
+    counted = text(cli(story, "log", "--output", "--step", "count").stdout)
+    assert "] count on here: succeeded" in counted and "\n100\n" in counted
+    assert "broken" not in counted and "flaky" not in counted
+    failed = text(cli(story, "log", "--output", "--failed").stdout)
+    assert "[FAIL] flaky on here: failed exit 3" in failed and "broken" in failed
+    assert "\n100\n" not in failed
+    refused = cli(story, "log", "--format", "json", "--follow")
+    assert refused.returncode == 2 and "--follow" in text(refused.stderr)
