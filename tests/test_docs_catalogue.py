@@ -36,3 +36,20 @@ def test_a_busy_port_says_to_give_another_or_port_0(tmp_path: Path) -> None:
         done = journal("serve", "--port", str(port), db=tmp_path / "j.db", cwd=tmp_path)
     assert done.returncode == 2 and no_traceback(done)
     assert "--port 0" in text(done.stderr)
+
+
+def test_the_init_templates_examples_load_once_uncommented(tmp_path: Path) -> None:
+    # `journal init` shows a probe, an expectation and a benchmark as comments: each must be a
+    # runbook that loads once a user takes the leading "# " away.
+    assert journal("init", cwd=tmp_path).returncode == 0
+    runbook = tmp_path / "runbook.toml"
+    example = re.compile(
+        r"^# (\[\[steps\]\]|\[probes\.|\[benchmarks\.|name = \"install"
+        r"|run = \"(uv|nvidia|python3 -m)|probes = |expect = |json = |parser = )"
+    )
+    lines = runbook.read_text().splitlines()
+    runbook.write_text("\n".join(line[2:] if example.match(line) else line for line in lines))
+    done = journal("status", db=tmp_path / "j.db", runbook=runbook, cwd=tmp_path)
+    assert done.returncode == 0, text(done.stderr)
+    for shown in ("install-torch", "pending"):
+        assert shown in text(done.stdout)

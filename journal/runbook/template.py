@@ -33,4 +33,24 @@ run = "python3 -c 'import sys; print(sys.version)'"
 # env = { CUDA_HOME = "/usr/local/cuda-13.0" }
 # cwd = "~/work"
 # timeout = 3600               # seconds
+
+# An upgrade step proves itself: package snapshots are taken before and after it, the
+# torch-env probe reads torch / CUDA / NCCL / driver after it, and expect fails the step when
+# the stack is not what was asked for (globs, PEP 440 ranges, "not installed").
+# [[steps]]
+# name = "install-torch"
+# run = "uv pip install --python python3 torch torchvision torchaudio --index-url https://download.pytorch.org/whl/nightly/cu130 --reinstall"
+# probes = ["torch-env"]
+# expect = { "torch.version" = "*+cu130", "torch.cuda" = "13.0", "nccl" = ">=2.28" }
+
+# A probe of your own: a command printing one JSON object (or capture = { field = "regex" }).
+# `journal run probe gpu-clocks` runs it alone; probes = ["gpu-clocks"] runs it after a step.
+# [probes.gpu-clocks]
+# run = "nvidia-smi --query-gpu=clocks.sm --format=csv,noheader | head -1 | jq -R '{sm: .}'"
+# json = true
+
+# Throughput before and after: `journal run bench serving --label phase=before`, then after.
+# [benchmarks.serving]
+# run = "python3 -m sglang.bench_serving --backend sglang --max-concurrency 1 --num-prompts 32"
+# parser = "sglang"                 # sglang | vllm | nccl-tests | llama-bench | regex
 """
