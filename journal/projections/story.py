@@ -6,7 +6,8 @@ the judged findings, shown by the journal page, `journal status`, the top of `jo
 the postmortem's summary, so all four tell the same story.
 
 - **Stack**: torch (with its variant: ``2.10.0+cu128``), the CUDA torch was built for, NCCL and
-  the driver, from the first and the latest torch-env reading on the host; then the key
+  the driver, from the first and the latest torch-env reading on the host (or what an imported
+  transcript printed of them); then the key
   packages (torch's family, triton, numpy, the kernels, flashinfer, sglang, vllm, nccl) whose
   version differs between the first package snapshot and the latest, with the number of other
   packages that moved.
@@ -24,6 +25,10 @@ from journal.pitfalls._bench import DISPLAY
 from journal.pitfalls.base import SEVERITIES, STATES, Finding
 from journal.projections.metrics import all_series, headline_rank, percent_change
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
+
+#: The probes that read the stack: torch-env, and what an imported transcript printed of it
+#: (recorded as a ``transcript`` reading of the same shape).
+READINGS = frozenset({"torch-env", "transcript"})
 
 #: What a torch-env reading says of the stack: (label, dotted path in the result).
 STACK = (
@@ -182,7 +187,7 @@ def _host_stories(timeline: Timeline) -> list[HostStory]:
     order: dict[str, None] = dict.fromkeys(timeline.hosts)
 
     def read(probe: ProbeView) -> None:
-        if probe.probe != "torch-env" or probe.result is None:
+        if probe.probe not in READINGS or probe.result is None:
             return
         now = _reading(probe)
         first_read.setdefault(probe.host, now)
