@@ -177,6 +177,7 @@ def test_an_import_is_timed_from_the_transcript_else_untimed(tmp_path: Path) -> 
     assert all(e.duration is None and "(untimed)" in (e.reason or "") for e in plain)
     shown = _ok("--journal", "plain", "log", db=db)
     assert "0.00s" not in shown and "(untimed)" in shown
+    assert "imported untimed" in shown  # in the run line itself, not only its reason
 
 
 # -- status, drift, metrics, probes --------------------------------------------------------------

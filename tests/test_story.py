@@ -47,3 +47,15 @@ def test_an_install_that_changed_nothing_is_shown_as_no_change(
     shown = {r.run_id: run_status(r, found) for r in timeline.step_runs()}
     assert {shown[run] for run in noop} == {"no change"}
     assert "succeeded" in shown.values()  # the others keep their own status
+
+
+def test_imported_commands_without_times_read_untimed_on_the_timeline(
+    demo_journal: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from journal.web import create_app
+    from tests.conftest import copy_demo
+
+    db = copy_demo(demo_journal, tmp_path)
+    client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    page = client.get("/j/cuda13-demo?every=1").get_data(as_text=True)
+    assert "untimed" in page and "0.00s" not in page  # the demo's GPU session has no times

@@ -97,7 +97,11 @@ def run_line(run: StepRunView, command: bool = True, judged: Judged | None = Non
     status = judged.status(run)
     errors = judged.errors(run)
     exit_text = "" if run.exit_code is None else f" exit {run.exit_code}"
-    took = "" if run.duration is None else f" {seconds(run.duration)}"
+    took = (
+        (" untimed" if run.imported and run.finished else "")
+        if run.duration is None
+        else f" {seconds(run.duration)}"
+    )
     out = (
         f"{plural(run.lines.get('stdout', 0), 'line')} out, "
         f"{plural(run.lines.get('stderr', 0), 'line')} err"
@@ -410,7 +414,7 @@ def show_text(run: StepRunView, judged: Judged) -> str:
         f"  exit:     {'-' if run.exit_code is None else run.exit_code}",
         f"  started:  {when(run.started)}",
         f"  finished: {when(run.finished) if run.finished else '-'}",
-        f"  duration: {'-' if run.duration is None else seconds(run.duration)}",
+        f"  duration: {_duration(run)}",
         f"  output:   {plural(run.lines.get('stdout', 0), 'line')} out, "
         f"{plural(run.lines.get('stderr', 0), 'line')} err",
     ]
@@ -428,3 +432,10 @@ def show_text(run: StepRunView, judged: Judged) -> str:
     if judged.colour and status == "no change":
         text = text.replace("status:   no change", f"status:   {judged.shown(run)}", 1)
     return text
+
+
+def _duration(run: StepRunView) -> str:
+    """A run's duration; ``untimed`` for an imported command its transcript gave no time for."""
+    if run.duration is not None:
+        return seconds(run.duration)
+    return "untimed" if run.imported and run.finished else "-"

@@ -39,7 +39,7 @@ run = "python3 -c 'import sys; print(sys.version)'"
 # the stack is not what was asked for (globs, PEP 440 ranges, "not installed").
 # [[steps]]
 # name = "install-torch"
-# run = "uv pip install --python python3 torch torchvision torchaudio --index-url https://download.pytorch.org/whl/nightly/cu130 --reinstall"
+# run = "uv pip install --reinstall torch --index-url https://download.pytorch.org/whl/cu130"
 # probes = ["torch-env"]
 # expect = { "torch.version" = "*+cu130", "torch.cuda" = "13.0", "nccl" = ">=2.28" }
 
