@@ -24,6 +24,7 @@ from typing import Any
 from journal.pitfalls._bench import DISPLAY
 from journal.pitfalls.base import SEVERITIES, STATES, Finding
 from journal.projections.metrics import all_series, headline_rank, percent_change
+from journal.projections.packages import normalize
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
 
 #: The probes that read the stack: torch-env, and what an imported transcript printed of it
@@ -171,10 +172,8 @@ def _reading(probe: ProbeView) -> dict[str, str | None]:
 
 
 def _versions(snapshot: dict[str, Any]) -> dict[str, str | None]:
-    from packaging.utils import canonicalize_name
-
     return {
-        canonicalize_name(name): (entry or {}).get("version") if isinstance(entry, dict) else None
+        normalize(name): (entry or {}).get("version") if isinstance(entry, dict) else None
         for name, entry in snapshot.items()
     }
 
