@@ -34,11 +34,12 @@ system-deps:
 		$(APT) update -qq && $(APT) install -y -qq $$missing >/dev/null; \
 	fi
 
-# Two workers (pytest-xdist), one per core of the machines this runs on: each starts its own
-# sshd, PostgreSQL and chromium on free loopback ports.
+# Three workers (pytest-xdist) on the two cores of the machines this runs on (much of a test is
+# waiting on a subprocess, sshd or chromium: 324 s against 375 s with two, 385 s with four);
+# each starts its own sshd, PostgreSQL and chromium on free loopback ports.
 test: install system-deps
 	$(BIN)/ruff check journal tests bench migrations
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 3
 
 # The demo journal, then the web UI on it: its URL is printed; Ctrl-C stops it.
 # The demo's own output goes to demo.log (shown if it fails); the URL is the last thing said.
