@@ -117,9 +117,24 @@ def test_story_header_shows_the_stack_before_and_after_the_headline_and_findings
     assert "tok/s" in head.group(0) and "+6.8%" in head.group(0)
     found = re.search(r'<p class="story-findings">.*?</p>', html, re.S)
     assert found is not None
-    assert f'href="/j/{DEMO}/findings?show=open">2 open</a>' in found.group(0)
-    assert '<span class="badge sev-warning">2 warning</span>' in found.group(0)
-    assert "0 acknowledged</a>" in found.group(0) and "7 resolved</a>" in found.group(0)
+    # the demo's CPU benchmark is measured for real: machine noise may open one more finding,
+    # so the counts shown are held against the journal's own findings
+    from journal.service.findings import journal_findings
+    from journal.store import EventStore
+
+    store = EventStore(str(demo))
+    try:
+        found_all = journal_findings(store, DEMO)[0]
+    finally:
+        store.close()
+    states = [f.state for f in found_all]
+    warned = sum(f.state == "open" and f.severity == "warning" for f in found_all)
+    assert warned >= 2  # the demo's two downgrade cascades
+    shown = f'href="/j/{DEMO}/findings?show=open">{states.count("open")} open</a>'
+    assert shown in found.group(0)
+    assert f'<span class="badge sev-warning">{warned} warning</span>' in found.group(0)
+    resolved = f"{states.count('resolved')} resolved</a>"
+    assert "0 acknowledged</a>" in found.group(0) and resolved in found.group(0)
     # folded now: the page itself carries the story
     page = client.get(f"/j/{DEMO}").get_data(as_text=True)
     assert '<section class="story" id="story"' in page and "story pending" not in page
