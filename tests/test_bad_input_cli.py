@@ -206,7 +206,6 @@ def test_a_benchmark_pattern_that_is_not_a_regex_is_refused_at_load(tmp_path: Pa
 
 
 def test_a_catastrophic_pattern_reads_its_figure_at_once_on_re2(tmp_path: Path) -> None:
-    pytest.importorskip("re2")
     rb = bench_runbook(tmp_path, "^tok: (?P<tok>[0-9]+)$|(a+)+$")
     done = journal("run", "bench", "b", db=tmp_path / "journal.db", runbook=rb)
     assert done.returncode == 0, text(done.stderr)

@@ -8,7 +8,8 @@ the postmortem's summary, so all four tell the same story.
 - **Stack**: torch (with its variant: ``2.10.0+cu128``), the CUDA torch was built for, NCCL and
   the driver, from the first and the latest torch-env reading on the host (or what an imported
   transcript printed of them); then the key
-  packages (torch's family, triton, numpy, the kernels, flashinfer, sglang, vllm, nccl) whose
+  packages (drift's list: torch's family, triton, numpy, the kernels, flashinfer, sglang,
+  vllm, nccl) whose
   version differs between the first package snapshot and the latest, with the number of other
   packages that moved.
 - **Headline**: the preferred rate series (output tokens/s first) with at least two trusted
@@ -23,6 +24,7 @@ from typing import Any
 
 from journal.pitfalls._bench import DISPLAY
 from journal.pitfalls.base import SEVERITIES, STATES, Finding
+from journal.projections.drift.readings import key_package
 from journal.projections.metrics import all_series, headline_rank, percent_change
 from journal.projections.packages import normalize
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
@@ -37,23 +39,6 @@ STACK = (
     ("CUDA", "torch.cuda"),
     ("NCCL", "nccl"),
     ("driver", "driver"),
-)
-
-#: Packages an upgrade of this field is about, named when they move.
-KEY_PACKAGES = (
-    "torch",
-    "torchvision",
-    "torchaudio",
-    "triton",
-    "numpy",
-    "sgl-kernel",
-    "sglang-kernel",
-    "sglang",
-    "flashinfer-python",
-    "vllm",
-    "xformers",
-    "nvidia-nccl-cu12",
-    "nvidia-nccl-cu13",
 )
 
 
@@ -218,7 +203,7 @@ def _host_stories(timeline: Timeline) -> list[HostStory]:
             before, after = _versions(first_snap[host]), _versions(latest)
             moved = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
             story.packages = [
-                Moved(n, before.get(n), after.get(n)) for n in moved if n in KEY_PACKAGES
+                Moved(n, before.get(n), after.get(n)) for n in moved if key_package(n)
             ]
             story.other_packages = len(moved) - len(story.packages)
         if story.stack or story.packages or story.other_packages:
