@@ -18,10 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from journal.events import NoteAdded, OutputChunk, StepFinished, StepStarted
+from journal.events import (
+    NoteAdded,
+    OutputChunk,
+    PitfallAcknowledged,
+    PitfallUnacknowledged,
+    StepFinished,
+    StepStarted,
+)
 from journal.mapper import Recorded
 from journal.pitfalls import ledger as ledger_module
-from journal.pitfalls.base import Finding
+from journal.pitfalls.base import Finding, Tally
 from journal.pitfalls.ledger import PROJECTION, Ledger
 from journal.service.findings import replayed_findings
 from journal.store import EventStore
@@ -104,6 +111,73 @@ def test_folded_as_it_grew_the_ledger_says_what_a_full_replay_says(
         expected, _ = replayed_findings(store, DEMO)
         assert shown(Ledger(store, DEMO, never_alive).findings()) == shown(expected)
         assert {f.state for f in expected} == {"open", "resolved"}
+    finally:
+        store.close()
+
+
+def test_its_tally_and_open_findings_say_what_every_finding_says(
+    demo: Path, tmp_path: Path
+) -> None:
+    """`journal status` counts findings from the tally row and reads only the open errors:
+    both must agree with the whole list however the journal grew and whatever was
+    acknowledged (one finding, a pitfall wide, a resolved one, then withdrawn)."""
+    db = tmp_path / "journal.db"
+    db.write_bytes(demo.read_bytes())
+    store = EventStore(str(db))
+
+    def agrees() -> Tally:
+        ledger = Ledger(store, DEMO, never_alive)
+        every = ledger.findings()
+        told = ledger.tally()
+        assert told == Tally.of(every)
+        for severity in ("error", "warning", "info"):
+            assert shown(ledger.open_findings(severity)) == shown(
+                [f for f in every if f.is_open and f.severity == severity]
+            )
+        return told
+
+    def noop() -> None:
+        """An imported `uv pip install` that changed nothing: an open noop-install."""
+        run = f"noop{store.last_seq(DEMO)}"
+        said = "Resolved 3 packages in 512ms\nChecked 3 packages in 29ms\n"
+        command = "uv pip install torch --index-url https://download.pytorch.org/whl/cu130"
+        store.append(
+            DEMO,
+            [
+                StepStarted(run, "imported", "gpu-box", "imported", command, imported=True),
+                OutputChunk(run, "gpu-box", "stdout", said, "utf-8", len(said), 0.0),
+                StepFinished(run, "gpu-box", "imported", None, 0.0),
+            ],
+        )
+
+    try:
+        last = store.last_seq(DEMO)
+        for limit in [*range(1, last, 7), last]:
+            Ledger(Upto(store, limit), DEMO, never_alive).advance()  # type: ignore[arg-type]
+        agrees()
+        noop()
+        noop()
+        before = agrees()
+        every = Ledger(store, DEMO, never_alive).findings()
+        opened = [f for f in every if f.is_open]
+        resolved = [f for f in every if f.state == "resolved"]
+        one = next(f for f in opened if f.id != "noop-install")
+        assert resolved and sum(1 for f in opened if f.id == "noop-install") == 2
+        acks = [
+            PitfallAcknowledged(one.key, "looked at"),
+            PitfallAcknowledged("noop-install", "all of them so far"),
+            PitfallAcknowledged(resolved[0].key, "already fixed"),
+        ]
+        for ack in acks:
+            store.append(DEMO, [ack])
+            agrees()
+        noop()  # after the pitfall-wide acknowledgement: open
+        told = agrees()
+        assert told.acknowledged == 3
+        assert sum(told.open.values()) == len(opened) - 3 + 1
+        assert told.resolved == len(resolved)
+        store.append(DEMO, [PitfallUnacknowledged(one.key), PitfallUnacknowledged("noop-install")])
+        assert sum(agrees().open.values()) == len(opened) + 1
     finally:
         store.close()
 

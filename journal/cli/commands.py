@@ -279,13 +279,15 @@ def _dump(data: object) -> None:
 def status(ctx: Context, args: argparse.Namespace) -> int:
     """Plan progress with the story at the top. Exits 1 when the latest run of a plan step on
     some host failed (or timed out), or an error finding is open; else 0."""
+    from journal.projections.imported import as_dict, imported_hosts, status_lines
+    from journal.projections.story import story
+    from journal.service.findings import open_findings, run_findings, tally
+
     journal = ctx.read_journal()
-    timeline, judged, told = _judged(ctx, journal, colour=_colour())
+    timeline = _timeline(ctx, journal)
     if ctx.has_runbook() and ctx.runbook.name == journal:
         timeline.plan = ctx.runbook.plan
         timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
-    from journal.projections.imported import as_dict, imported_hosts, status_lines
-
     imported = imported_hosts(timeline)  # known only from imports: no plan to be pending in
     hosts = [host for host in progress(timeline) if host.host not in imported]
     failed = [
@@ -294,7 +296,12 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
         for state in host.steps
         if state.last is not None and state.last.status in STATUS_FAILS
     ]
-    open_errors = [f for f in judged.findings if f.is_open and f.severity == "error"]
+    # Only the findings shown are read: those of each step's latest run, the open errors,
+    # and the counts of the rest.
+    latest = [state.last.run_id for host in hosts for state in host.steps if state.last]
+    judged = render.Judged(run_findings(ctx.store, journal, latest), colour=_colour())
+    told = story(timeline, tally(ctx.store, journal))
+    open_errors = open_findings(ctx.store, journal, "error")
     code = 1 if failed or open_errors else 0
     if args.format == "json":
         _dump(
@@ -469,11 +476,13 @@ def find_run(journal: str, prefix: str, runs: list[str]) -> str:
 def show(ctx: Context, args: argparse.Namespace) -> int:
     """`journal show RUN`: one run in full, its findings with advice and its output's tail."""
     from journal.cli.pitfalls import finding_text
+    from journal.service.findings import run_findings
 
     journal = ctx.read_journal()
     store = ctx.store
-    timeline, judged, _ = _judged(ctx, journal, colour=_colour())
+    timeline = _timeline(ctx, journal)
     run = timeline.runs[find_run(journal, args.run, list(timeline.runs))]
+    judged = render.Judged(run_findings(store, journal, [run.run_id]), colour=_colour())
     if args.format == "json":
         if args.output:
             raise BadInput("--format json gives the output's tail; drop --output")
@@ -578,11 +587,11 @@ def rebuild(ctx: Context, args: argparse.Namespace) -> int:
         for run in timeline.step_runs():
             counts[run.status] = counts.get(run.status, 0) + 1
         summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no step runs"
-        found = Ledger(ctx.store, journal).findings()
-        opened = sum(1 for f in found if f.is_open)
+        told = Ledger(ctx.store, journal).tally()
+        opened = sum(told.open.values())
         print(
             f"{journal}: {timeline.events} events replayed; step runs: {summary}; "
-            f"findings: {len(found)} ({opened} open)"
+            f"findings: {opened + told.acknowledged + told.resolved} ({opened} open)"
         )
     print(f"replayed {total} events in {time.perf_counter() - started:.2f} s")
     return 0

@@ -154,6 +154,25 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """How many findings a journal has in each state: the open ones by severity."""
+
+    open: dict[str, int]
+    acknowledged: int
+    resolved: int
+
+    @classmethod
+    def of(cls, findings: Iterable[Finding]) -> Tally:
+        open_by = {severity: 0 for severity in reversed(SEVERITIES)}
+        counts = {state: 0 for state in STATES}
+        for found in findings:
+            counts[found.state] += 1
+            if found.state == "open":
+                open_by[found.severity] += 1
+        return cls(open_by, counts["acknowledged"], counts["resolved"])
+
+
+@dataclass(frozen=True)
 class Segment:
     """Where one stored chunk (or transcript block) sits in a run's output text."""
 

@@ -30,7 +30,15 @@ from journal.events import PitfallAcknowledged, PitfallUnacknowledged, StepStart
 from journal.mapper import Recorded
 from journal.pitfalls import SEVERITIES, judge
 from journal.pitfalls._bench import Figure, figure_key, figures
-from journal.pitfalls.base import Evidence, Finding, Resolution, Run, Segment, Subject
+from journal.pitfalls.base import (
+    Evidence,
+    Finding,
+    Resolution,
+    Run,
+    Segment,
+    Subject,
+    Tally,
+)
 from journal.pitfalls.lifecycle import (
     AckBook,
     Lifecycle,
@@ -46,6 +54,8 @@ from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
 
 PROJECTION = "findings"
+#: The row counting the stored findings by pitfall, severity and open or resolved.
+TALLY = "tally"
 #: Finished runs of a host kept as context for judging the next ones.
 CONTEXT_RUNS = 8
 #: The tail of a context run's output kept (detectors reading earlier output see this much).
@@ -238,6 +248,10 @@ def _open_key(host: str | None, id: str) -> str:
     return f"open:{host or ''}:{id}"
 
 
+def _tally_key(id: str, severity: str, resolved: bool) -> str:
+    return f"{id}\t{severity}\t{'resolved' if resolved else 'open'}"
+
+
 def _run_key(found: Finding) -> str:
     return f"run:{found.run}" if found.run else f"run:~{found.seq}"
 
@@ -295,6 +309,92 @@ class Ledger:
         found += [f for f in folded.running if f.run in wanted]
         found.sort(key=_order)
         return with_acks(found, _acks(rows.get("acks")))
+
+    def tally(self) -> Tally:
+        """How many findings are open (by severity), acknowledged and resolved, from the
+        tally row: what it reads follows the acknowledgements, not the journal's length."""
+        folded = self.advance()
+        rows = self.cache.rows(self.journal, PROJECTION, [TALLY, "acks"])
+        acks = _acks(rows.get("acks"))
+        open_by = {severity: 0 for severity in reversed(SEVERITIES)}
+        resolved = 0
+        for key, n in (rows.get(TALLY) or {}).items():
+            _, severity, state = key.split("\t")
+            if state == "resolved":
+                resolved += n
+            else:
+                open_by[severity] += n
+        acknowledged = self._unresolved(acks, lambda f: acks.of(f) is not None)
+        for f in acknowledged:
+            open_by[f.severity] -= 1
+        running = Tally.of(with_acks(folded.running, acks))
+        for severity, n in running.open.items():
+            open_by[severity] += n
+        return Tally(
+            open_by,
+            len(acknowledged) + running.acknowledged,
+            resolved + running.resolved,
+        )
+
+    def open_findings(self, severity: str) -> list[Finding]:
+        """The open findings of one severity, in order: read from the rows of the pitfalls
+        the tally shows open at that severity, not from every finding."""
+        folded = self.advance()
+        rows = self.cache.rows(self.journal, PROJECTION, [TALLY, "acks"])
+        acks = _acks(rows.get("acks"))
+        ids = {
+            key.split("\t")[0]
+            for key, n in (rows.get(TALLY) or {}).items()
+            if n and key.endswith(f"\t{severity}\topen")
+        }
+        found = self._unresolved(
+            acks, lambda f: f.severity == severity and acks.of(f) is None, ids=ids
+        )
+        found += [
+            f for f in with_acks(folded.running, acks) if f.severity == severity and f.is_open
+        ]
+        found.sort(key=_order)
+        return found
+
+    def _unresolved(
+        self,
+        acks: AckBook,
+        keep: Callable[[Finding], bool],
+        ids: Iterable[str] | None = None,
+    ) -> list[Finding]:
+        """The stored findings not resolved that ``keep`` keeps, of pitfalls ``ids`` (without
+        it, of the pitfalls and findings acknowledged), read through the open rows."""
+        refs: dict[str, set[str]] = {}  # run row -> finding keys
+        if ids is None:
+            ids = set()
+            for target in acks.acks:
+                if ":" in target:  # id:run names one finding
+                    refs.setdefault(f"run:{target.split(':', 1)[1]}", set()).add(target)
+                else:
+                    ids.add(target)
+        wanted = set(ids)
+        if wanted:
+            lists = self.cache.rows(
+                self.journal,
+                PROJECTION,
+                [
+                    key
+                    for key in self.cache.keys(self.journal, PROJECTION, "open:")
+                    if key.rsplit(":", 1)[1] in wanted
+                ],
+            )
+            for pairs in lists.values():
+                for row, key in pairs:
+                    refs.setdefault(row, set()).add(key)
+        out: dict[str, Finding] = {}
+        for row, body in self.cache.rows(self.journal, PROJECTION, refs).items():
+            for d in body:
+                one = finding_of(d)
+                if one.key in refs[row] and one.resolved_by is None:
+                    one = replace(one, acknowledged=acks.of(one))
+                    if keep(one):
+                        out[one.key] = one
+        return list(out.values())
 
     def has(self, id: str) -> bool:
         """Whether the journal has a finding of pitfall ``id`` (none is loaded to tell)."""
@@ -354,6 +454,7 @@ class _State:
         self.rows: dict[str, Any] = {}
         self.changed: dict[str, Any] = {}
         self.loaded: set[str] = set()
+        self.tally: dict[str, int] | None = None
 
     def row(self, key: str) -> Any:
         if key not in self.loaded:
@@ -371,9 +472,27 @@ class _State:
         self.rows.update(got)
 
     def put(self, key: str, value: Any) -> None:
+        if key.startswith("run:"):
+            self._count(self.row(key), -1)
+            self._count(value, 1)
         self.loaded.add(key)
         self.rows[key] = value
         self.changed[key] = value
+
+    def _count(self, body: list[dict[str, Any]] | None, sign: int) -> None:
+        """Move the tally row (findings by pitfall, severity and open or resolved: what
+        ``Ledger.tally`` counts from without reading every finding) by a run row's findings."""
+        if not body:
+            return
+        if self.tally is None:
+            self.tally = dict(self.row(TALLY) or {})
+        for d in body:
+            key = _tally_key(d["id"], d["severity"], d["resolved_by"] is not None)
+            self.tally[key] = self.tally.get(key, 0) + sign
+
+    def _settle(self) -> None:
+        if self.tally is not None and self.tally != (self.rows.get(TALLY) or {}):
+            self.put(TALLY, {k: n for k, n in sorted(self.tally.items()) if n} or None)
 
     # -- one batch ---------------------------------------------------------------------------
 
@@ -453,6 +572,7 @@ class _State:
         still = sorted(running | (set(pending) - new))
         if still != pending:
             self.put("pending", still)
+        self._settle()
 
     def _acks(self, records: list[Recorded]) -> None:
         acks = [

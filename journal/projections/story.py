@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from journal.pitfalls._bench import DISPLAY
-from journal.pitfalls.base import SEVERITIES, STATES, Finding
+from journal.pitfalls.base import Finding, Tally
 from journal.projections.drift.readings import key_package
 from journal.projections.metrics import all_series, headline_rank, percent_change
 from journal.projections.packages import normalize
@@ -237,20 +237,15 @@ def _headline(timeline: Timeline) -> Headline | None:
     return None
 
 
-def story(timeline: Timeline, findings: list[Finding]) -> Story:
-    """The story of a judged journal."""
-    counts = {state: 0 for state in STATES}
-    open_by = {severity: 0 for severity in reversed(SEVERITIES)}
-    for found in findings:
-        counts[found.state] += 1
-        if found.state == "open":
-            open_by[found.severity] += 1
+def story(timeline: Timeline, findings: list[Finding] | Tally) -> Story:
+    """The story of a judged journal: ``findings`` are its findings, or their tally."""
+    tally = findings if isinstance(findings, Tally) else Tally.of(findings)
     return Story(
         hosts=_host_stories(timeline),
         headline=_headline(timeline),
-        open=open_by,
-        acknowledged=counts["acknowledged"],
-        resolved=counts["resolved"],
+        open=dict(tally.open),
+        acknowledged=tally.acknowledged,
+        resolved=tally.resolved,
     )
 
 

@@ -20,7 +20,7 @@ from journal.events import (
 )
 from journal.mapper import Recorded
 from journal.pitfalls import catalogue, judge
-from journal.pitfalls.base import Finding, Subject
+from journal.pitfalls.base import Finding, Subject, Tally
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
 from journal.projections.drift.readings import TRANSCRIPT
@@ -81,6 +81,28 @@ def judged(subject: Subject, book: AckBook | None = None) -> list[Finding]:
 
 
 def findings_for_runs(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
+def tally(store: EventStore, journal: str) -> Tally:
+    """How many findings are open (by severity), acknowledged and resolved (every finding
+    counted, none of them read: the findings projection keeps the counts)."""
+    from journal.pitfalls.ledger import Ledger
+
+    return Ledger(store, journal).tally()
+
+
+def open_findings(store: EventStore, journal: str, severity: str) -> list[Finding]:
+    """The open findings of one severity (read from the pitfalls open at it only)."""
+    from journal.pitfalls.ledger import Ledger
+
+    return Ledger(store, journal).open_findings(severity)
+
+
+def run_findings(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
+    """Every finding about these step runs, in any state."""
+    from journal.pitfalls.ledger import Ledger
+
+    return Ledger(store, journal).findings_of(runs)
+
+
     """The open findings about these step runs (the verdict printed as a step ends)."""
     from journal.pitfalls.ledger import Ledger
 

@@ -69,6 +69,20 @@ class ProjectionCache:
                     out[key] = json.loads(body)
         return out
 
+    def keys(self, journal: str, projection: str, prefix: str) -> list[str]:
+        """Every key starting with ``prefix``, in ascending order (no row is decoded)."""
+        query = (
+            select(projection_rows.c.key)
+            .where(
+                projection_rows.c.journal == journal,
+                projection_rows.c.projection == projection,
+                projection_rows.c.key.startswith(prefix, autoescape=True),
+            )
+            .order_by(projection_rows.c.key)
+        )
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
     def last_keys(self, journal: str, projection: str, prefix: str, limit: int) -> list[str]:
         """The ``limit`` greatest keys starting with ``prefix``, in ascending order."""
         query = (
