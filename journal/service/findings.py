@@ -80,7 +80,6 @@ def judged(subject: Subject, book: AckBook | None = None) -> list[Finding]:
     return follow(subject.runs, trusted, judge(subject), book)
 
 
-def findings_for_runs(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
 def tally(store: EventStore, journal: str) -> Tally:
     """How many findings are open (by severity), acknowledged and resolved (every finding
     counted, none of them read: the findings projection keeps the counts)."""
@@ -103,6 +102,7 @@ def run_findings(store: EventStore, journal: str, runs: list[str]) -> list[Findi
     return Ledger(store, journal).findings_of(runs)
 
 
+def findings_for_runs(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
     """The open findings about these step runs (the verdict printed as a step ends)."""
     from journal.pitfalls.ledger import Ledger
 
