@@ -14,6 +14,11 @@ import pytest
 from tests.postgres import FAST, PostgresServer
 from tests.sshd import Fleet, SshHome, SshServer
 
+# The tests start journal as a process more than a thousand times; each start would compile
+# every module again without the bytecode cache (0.27 s of a 0.7 s `journal status`).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 
 @pytest.fixture(scope="session")
 def sshd() -> Iterator[SshServer]:
