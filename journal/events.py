@@ -63,7 +63,8 @@ class StepStarted(Event):
 
     ``redactions`` says what kind of secret was removed from which field, never the value.
     ``pid`` and ``machine`` identify the recording process, so a reader can tell a step that
-    is still running from one whose recorder died (shown as interrupted).
+    is still running from one whose recorder died (shown as interrupted). A rollback run is a
+    step run named ``rollback`` whose ``rollback`` names its target set.
     """
 
     type: ClassVar[str] = "StepStarted"
@@ -82,6 +83,10 @@ class StepStarted(Event):
     imported: bool = False
     redactions: list[dict[str, Any]] = field(default_factory=list)
     benchmark: str | None = None
+    #: a rollback run (`journal rollback`): ``{"to": the --to text, "run": the run whose
+    #: snapshot is the target, "phase": "before" or "after", "packages": {normalised name:
+    #: version}}``, the target set its after-snapshot must equal; None for any other run
+    rollback: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -159,6 +159,7 @@ def test_every_catalogue_id_has_a_detector_with_its_explanation() -> None:
         "bench-invalid",
         "step-interrupted",
         "unverified-change",
+        "rollback-incomplete",
     }
     if design.exists():
         assert ids <= set(design.read_text().split("`"))

@@ -236,8 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("rebuild", commands.rebuild, "replay every event into the projections")
     p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")
     p.add_argument("dir", nargs="?", default="demo", help="folder for the demo (default: ./demo)")
-    from journal.cli import db
+    from journal.cli import db, rollback
 
+    rollback.add_parser(sub, command, _host_options)
     db.add_parser(sub, command)
     return parser
 

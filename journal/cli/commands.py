@@ -19,6 +19,7 @@ from journal.events import NoteAdded, StepStarted
 from journal.paths import make_folder, output_file, write_file
 from journal.projections.progress import progress
 from journal.runbook import TEMPLATE, parse
+from journal.service.runs import find_run
 from journal.terminal import visible, visible_output
 
 # journal.service (Fabric, SQLAlchemy) is imported inside the commands that run steps, so a
@@ -454,23 +455,6 @@ def _tail(store, journal: str, run: str, count: int = TAIL) -> tuple[list[bytes]
         kept.append(partial)
         total += 1
     return list(kept), total
-
-
-def find_run(journal: str, prefix: str, runs: list[str]) -> str:
-    """The run ``prefix`` names (a run id or its unique start); else bad input naming it."""
-    matches = [run for run in runs if run.startswith(prefix)] if prefix else []
-    if prefix in runs:
-        return prefix
-    if len(matches) == 1:
-        return matches[0]
-    from journal.runbook import suggest
-
-    if matches:
-        raise BadInput(f"run id {prefix!r} is ambiguous: {', '.join(matches[:5])}")
-    hint = suggest(prefix, runs)
-    if hint.startswith("; known") and len(runs) > 5:  # not every run of a long journal
-        hint = f"; the latest: {', '.join(runs[-5:])}"
-    raise BadInput(f"no step run {prefix!r} in {journal}{hint}; `journal log` lists them")
 
 
 def show(ctx: Context, args: argparse.Namespace) -> int:

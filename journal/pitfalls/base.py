@@ -207,6 +207,8 @@ class Run:
     signal: str | None = None
     prompt_line: int | None = None  # a transcript command's own line in the file
     prompt_text: str = ""  # and that line as pasted
+    #: a rollback run's target (``StepStarted.rollback``), None for any other run
+    rollback: dict[str, Any] | None = None
     _newlines: list[int] | None = field(default=None, repr=False)
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)

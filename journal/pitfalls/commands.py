@@ -68,6 +68,16 @@ VALUE_OPTIONS = {
     "--project",
     "--config-file",
 }
+#: The options that say where packages come from, by the kind of source each gives.
+SOURCE_OPTIONS = {
+    "-i": "index-url",
+    "--index-url": "index-url",
+    "--default-index": "index-url",
+    "--extra-index-url": "extra-index-url",
+    "--index": "extra-index-url",
+    "-f": "find-links",
+    "--find-links": "find-links",
+}
 _REQ = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?P<spec>(?:===|==|~=|!=|>=|<=|<|>)\s*\S+)?$"
 )
@@ -114,6 +124,11 @@ class InstallRequest:
     #: the variant a conda install asks for with a package (``pytorch-cuda=12.1``: cu121,
     #: ``cpuonly``: cpu; ``cuda`` where no version is named)
     asked: str | None = None
+    #: where it looks for packages, each option's kind and value in the order given:
+    #: ``("index-url", URL)`` (``-i``, ``--index-url``, uv's ``--default-index``),
+    #: ``("extra-index-url", URL)`` (also uv's ``--index``), ``("find-links", PATH|URL)``
+    #: (``-f``); ``indexes`` holds the same values without their kinds
+    sources: tuple[tuple[str, str], ...] = ()
 
     @property
     def variant(self) -> str | None:
@@ -205,6 +220,7 @@ def _install_requests(command: str) -> tuple[InstallRequest, ...]:
 
 def _parse(tool: str, args: list[str], raw: str) -> InstallRequest:
     packages, indexes, files, options = [], [], [], []
+    sources: list[tuple[str, str]] = []
     reinstall = upgrade = False
     skip = False
     for index, arg in enumerate(args):
@@ -222,16 +238,10 @@ def _parse(tool: str, args: list[str], raw: str) -> InstallRequest:
                 if not value:
                     value = args[index + 1] if index + 1 < len(args) else ""
                     skip = True
-                if name in (
-                    "-i",
-                    "--index-url",
-                    "--extra-index-url",
-                    "--index",
-                    "--default-index",
-                    "-f",
-                    "--find-links",
-                ):
+                kind = SOURCE_OPTIONS.get(name)
+                if kind is not None:
                     indexes.append(value)
+                    sources.append((kind, value))
                 if name in ("-r", "--requirement"):
                     files.append(value)
             continue
@@ -242,7 +252,15 @@ def _parse(tool: str, args: list[str], raw: str) -> InstallRequest:
                 Requirement(match.group("name"), spec.replace(" ", "") if spec else None)
             )
     return InstallRequest(
-        tool, tuple(packages), tuple(indexes), reinstall, upgrade, tuple(files), raw, tuple(options)
+        tool,
+        tuple(packages),
+        tuple(indexes),
+        reinstall,
+        upgrade,
+        tuple(files),
+        raw,
+        tuple(options),
+        sources=tuple(sources),
     )
 
 

@@ -147,6 +147,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "imported": run.imported,
         "reason": run.reason,
         "signal": run.signal,
+        "rollback": run.rollback,
     }
 
 
@@ -190,6 +191,7 @@ def run_of(d: dict[str, Any]) -> Run:
         imported=d["imported"],
         reason=d["reason"],
         signal=d["signal"],
+        rollback=d.get("rollback"),
     )
 
 

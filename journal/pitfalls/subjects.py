@@ -96,6 +96,7 @@ def from_journal(
             imported=view.imported,
             reason=view.reason,
             signal=view.signal,
+            rollback=view.rollback,
         )
         runs.append(run)
     runs.sort(key=lambda run: run.event or 0)  # standalone probes in their place in time

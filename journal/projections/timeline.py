@@ -113,6 +113,9 @@ class StepRunView:
     probes: list[ProbeView] = field(default_factory=list)
     expectations: list[ExpectationView] = field(default_factory=list)
     metrics: list[MetricView] = field(default_factory=list)
+    #: a rollback run's target (``StepStarted.rollback``): the --to text, the run whose
+    #: snapshot it is, the phase and the packages; None for any other run
+    rollback: dict[str, Any] | None = None
     _diff: tuple[tuple[int, int], PackageDiff] | None = field(
         default=None, repr=False, compare=False
     )
@@ -209,6 +212,7 @@ def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
         imported=event.imported,
         redactions=list(event.redactions),
         benchmark=event.benchmark,
+        rollback=event.rollback,
     )
     state.runs[event.run] = view
     state.items.append(view)

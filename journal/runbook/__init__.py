@@ -31,7 +31,7 @@ SSH_TARGET = re.compile(
 
 TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups"}
 JOURNAL_KEYS = {"name", "redact", "description"}
-HOST_KEYS = {"ssh", "python", "env", "accept_new_host_key", "description"}
+HOST_KEYS = {"ssh", "python", "env", "accept_new_host_key", "description", "uv"}
 STEP_KEYS = {
     "name",
     "run",
@@ -56,6 +56,9 @@ class Host:
     python: str = "python3"
     env: dict[str, str] = field(default_factory=dict)
     accept_new_host_key: bool = False
+    #: the host's uv (an absolute path, or a name the host's PATH finds), for `journal
+    #: rollback`; None: uv if the host's PATH has one, else pip
+    uv: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -308,7 +311,18 @@ def _host(check: _Checker, name: str, spec: Any) -> Host:
         raise check.fail(
             f"{key}.accept_new_host_key", f"expected true or false, got {_kind(accept)}"
         )
-    return Host(name, ssh, python, env, accept)
+    uv = spec.get("uv")
+    if uv is not None:
+        uv = check.string(uv, f"{key}.uv")
+        if uv != uv.strip() or any(c in uv for c in "\n\r\0"):
+            raise check.fail(f"{key}.uv", f"{uv!r} is not a path: no spaces around it, one line")
+        if "/" in uv and not uv.startswith(("/", "~/")):
+            raise check.fail(
+                f"{key}.uv",
+                f"{uv!r} is relative to no folder the host knows: give an absolute path "
+                '(uv = "/usr/local/bin/uv", "~/.local/bin/uv") or a name its PATH finds ("uv")',
+            )
+    return Host(name, ssh, python, env, accept, uv)
 
 
 def _groups(check: _Checker, table: dict[str, Any], hosts: dict[str, Host]) -> dict[str, list[str]]:

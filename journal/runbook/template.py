@@ -17,6 +17,7 @@ redact = []
 ssh = "local"
 python = "python3"
 # accept_new_host_key = true   # accept (and record) an SSH host key not yet known
+# uv = "/usr/local/bin/uv"     # the uv `journal rollback` uses (default: the PATH's, else pip)
 
 # Groups name several hosts at once: `journal run step NAME --group gpu` (with --rolling N
 # to go N hosts at a time, stopping at a failure), or hosts = ["gpu"] in a step.

@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -105,18 +105,35 @@ def run_step_fleet(
     measure: Measure | None = None,
     schedule: Schedule | None = None,
     detach: bool = False,
+    per_host: Mapping[str, tuple[Step, dict[str, Any] | None]] | None = None,
 ) -> FleetRun[StepRun]:
     """Run ``step`` on the hosts as ``schedule`` says (all at once by default, at most N at
     once, or rolling N at a time stopping at a failure); ``echo`` hears the fleet's progress.
     With ``detach`` (or the step's own ``detach``), an interruption leaves the commands
-    running on their hosts, to be reattached, instead of stopping them."""
-    if detach and not step.detach:
-        step = replace(step, detach=True)
+    running on their hosts, to be reattached, instead of stopping them. ``per_host`` gives a
+    host its own step and the ``rollback`` its ``StepStarted`` records (`journal rollback`:
+    each host its own command and target set)."""
+
+    def work(host: Host, cancel: threading.Event) -> StepRun:
+        own, rollback = per_host[host.name] if per_host else (step, None)
+        if detach and not own.detach:
+            own = replace(own, detach=True)
+        return _run_on_host(
+            store,
+            runbook,
+            own,
+            host,
+            echo,
+            cancel,
+            accept_new_host_key,
+            plan_run,
+            measure,
+            rollback,
+        )
+
     return run_fleet(
         hosts,
-        lambda host, cancel: _run_on_host(
-            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run, measure
-        ),
+        work,
         schedule,
         label=step.name,
         verdict=step_verdict,
@@ -147,12 +164,22 @@ def _run_on_host(
     accept_new_host_key: bool,
     plan_run: str | None,
     measure: Measure | None = None,
+    rollback: dict[str, Any] | None = None,
 ) -> StepRun:
     """:func:`_record_on_host` under this process's heartbeat, so that readers anywhere see
     the run as running while it is recorded, and as lost if this process dies."""
     with heartbeat(store, runbook.name):
         return _record_on_host(
-            store, runbook, step, host, echo, cancel, accept_new_host_key, plan_run, measure
+            store,
+            runbook,
+            step,
+            host,
+            echo,
+            cancel,
+            accept_new_host_key,
+            plan_run,
+            measure,
+            rollback,
         )
 
 
@@ -166,6 +193,7 @@ def _record_on_host(
     accept_new_host_key: bool,
     plan_run: str | None,
     measure: Measure | None = None,
+    rollback: dict[str, Any] | None = None,
 ) -> StepRun:
     journal = runbook.name
     run_id = new_run_id()
@@ -192,6 +220,7 @@ def _record_on_host(
                 plan_run=plan_run,
                 redactions=found + more,
                 benchmark=measure.benchmark if measure else None,
+                rollback=rollback,
             )
         ],
     )

@@ -2,7 +2,8 @@
 
 Shipped to the host and run by the env being upgraded; standard library only, Python 3.8+.
 Prints one JSON object. importlib.metadata reads the dist-info folders directly, about four
-times faster than `pip list`.
+times faster than `pip list`. A distribution installed from a URL, a wheel file or a folder
+also carries its ``direct_url`` (PEP 610), so a rollback can fetch it from there again.
 
 The env's fingerprint comes first: the names and times of the metadata folders (and .pth
 files) on sys.path, and of the folders holding them, which an install, an upgrade, a removal
@@ -25,11 +26,20 @@ def normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def search_path():
+    """Where the env's distributions are: sys.path without the '' that `python -c` puts
+    first (the folder the probe happens to run in, not the env: a checkout's egg-info there
+    is no package of the env)."""
+    if sys.path and sys.path[0] == "":
+        return sys.path[1:]
+    return list(sys.path)
+
+
 def snapshot():
     from importlib import metadata
 
     packages = {}
-    for dist in metadata.distributions():
+    for dist in metadata.distributions(path=search_path()):
         name = dist.metadata["Name"]
         if not name:
             continue
@@ -53,13 +63,36 @@ def snapshot():
             "installer": installer,
             "installed": installed,
         }
+        direct = direct_url(dist)
+        if direct is not None:
+            packages[key]["direct_url"] = direct
     return packages
+
+
+def direct_url(dist):
+    """Where a distribution installed from a URL, a wheel file or a folder came from (PEP 610's
+    ``direct_url.json``: ``url`` and its ``archive_info``, ``dir_info`` or ``vcs_info``), or
+    None for one installed from an index."""
+    try:
+        text = dist.read_text("direct_url.json")
+    except OSError:
+        return None
+    if not text:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        return None
+    keep = ("url", "archive_info", "dir_info", "vcs_info", "subdirectory")
+    return {k: data[k] for k in keep if k in data}
 
 
 def fingerprint():
     """A digest of what says which distributions are installed, read in a few milliseconds."""
     digest = hashlib.sha256()
-    for folder in sys.path:
+    for folder in search_path():
         try:
             entries = sorted(os.listdir(folder or "."))
             digest.update("{}:{}\n".format(folder, os.stat(folder or ".").st_mtime_ns).encode())
