@@ -83,6 +83,9 @@ class StepStarted(Event):
     imported: bool = False
     redactions: list[dict[str, Any]] = field(default_factory=list)
     benchmark: str | None = None
+    #: an imported command's own start, when its transcript dates it (UTC, as the store
+    #: writes times): the timeline places the run there, among the steps run here
+    at: str | None = None
     #: a rollback run (`journal rollback`): ``{"to": the --to text, "run": the run whose
     #: snapshot is the target, "phase": "before" or "after", "packages": {normalised name:
     #: version}}``, the target set its after-snapshot must equal; None for any other run
@@ -253,7 +256,8 @@ class PitfallUnacknowledged(Event):
 @dataclass(frozen=True)
 class TranscriptImported(Event):
     """A terminal session done by hand was imported: its file, digest and command count. Its
-    commands follow as step runs flagged ``imported`` (their times are the import's)."""
+    commands follow as step runs flagged ``imported`` (at the time their transcript dates them,
+    else at the import's)."""
 
     type: ClassVar[str] = "TranscriptImported"
 

@@ -21,7 +21,7 @@ import ast
 import re
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 _USER_HOST = re.compile(
     r"^(?:\([^)\n]{1,80}\)\s*)?"  # (venv)
@@ -58,6 +58,25 @@ class Command:
     at: str | None = None  # the prompt's time as the transcript printed it
     clock: float | None = None  # seconds since the transcript's first time (or its day)
     duration: float | None = None  # until the next prompt's time, when both are known
+    day: str | None = None  # the date its time is of: ``2026-12-01``, ``--12-01`` (no year)
+
+    def moment(self, now: datetime) -> datetime | None:
+        """When the command started, when its transcript dates it (a dated stamp, or a
+        `script` log's date; a year-less ``Dec 01`` is of ``now``'s year, the year before if
+        that is after ``now``); None for a time of day alone or no time. A transcript's times
+        are of the zone of ``now`` (aware: the importing machine's own)."""
+        if self.clock is None or not self.day:
+            return None
+        naive = datetime(2000, 1, 1) + timedelta(seconds=self.clock)
+        local = now.replace(tzinfo=None)
+        if self.day.startswith("--"):
+            try:
+                naive = naive.replace(year=local.year)
+                if naive > local:
+                    naive = naive.replace(year=local.year - 1)
+            except ValueError:  # 29 February of a year that has none
+                return None
+        return naive.replace(tzinfo=now.tzinfo)
 
     @property
     def first_output_line(self) -> int:
@@ -175,6 +194,7 @@ def parse(text: str) -> list[Command]:
             if stamp is not None:
                 command.at, seconds, date = _seconds(stamp)
                 command.clock = clock(seconds, date)
+                command.day = date or session
             commands.append(command)
         elif commands:
             commands[-1].output.append(body)

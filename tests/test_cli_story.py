@@ -351,3 +351,43 @@ def test_log_output_keeps_to_the_filters_and_json_does_not_follow(story: Path) -
     assert "\n100\n" not in failed
     refused = cli(story, "log", "--format", "json", "--follow")
     assert refused.returncode == 2 and "--follow" in text(refused.stderr)
+
+
+def test_log_groups_figures_entered_by_hand_one_after_another(story: Path) -> None:
+    labels = ["--label", "phase=after", "--label", "model=llama-3-8b", "--host", "here"]
+    for name, value, unit in (
+        ("output_token_throughput", "96.1", "tok/s"),
+        ("ttft_ms", "41", "ms"),
+    ):
+        figure = cli(story, "record", "metric", name, value, "--unit", unit, *labels)
+        assert figure.returncode == 0, text(figure.stderr)
+    assert cli(story, "note", "between the figures").returncode == 0
+    for name, value in (("output_token_throughput", "90"), ("accept_length", "3.2")):
+        assert cli(story, "record", "metric", name, value, *labels).returncode == 0
+    alone = ["record", "metric", "itl_ms", "7", "--label", "phase=before", "--host", "here"]
+    assert cli(story, *alone).returncode == 0
+    lines = text(cli(story, "log").stdout).splitlines()
+    said = [line for line in lines if "model=llama-3-8b" in line]
+    # two groups (the note parts them), each naming its shared labels once
+    assert len(said) == 2, said
+    assert all(
+        line.endswith("  metrics entered by hand on here (model=llama-3-8b, phase=after):")
+        for line in said
+    ), said
+    first = lines.index(said[0])
+    pad = " " * 22
+    assert lines[first + 1 : first + 3] == [
+        f"{pad}output_token_throughput = 96.10 tok/s",
+        f"{pad}ttft_ms = 41.00 ms",
+    ]
+    second = lines.index(said[1])
+    assert "note: between the figures" in lines[second - 1]
+    assert lines[second + 1 : second + 3] == [
+        f"{pad}output_token_throughput = 90.00",
+        f"{pad}accept_length = 3.20",
+    ]
+    # a figure alone keeps its one line, labels and all
+    (single,) = [line for line in lines if "itl_ms" in line]
+    assert single.endswith("  metric itl_ms = 7.00 (phase=before) on here [entered by hand]"), (
+        single
+    )

@@ -378,16 +378,21 @@ def served(seed: Seed) -> Iterator[str]:
 
 def test_the_web_ui_links_and_serves_all_three(seed: Seed, served: str, browser: Browser) -> None:
     base = f"{served}/j/{NAME}/export/postmortem"
+    # the very documents the CLI writes with --base-url of this server: linked to its run pages
+    linked = ("export", "postmortem", "--base-url", served)
+    doc = json.loads(_ok(*linked, "--format", "json", db=seed.db, runbook=seed.runbook))
+    md = _ok(*linked, db=seed.db, runbook=seed.runbook)
+    html = _ok(*linked, "--format", "html", db=seed.db, runbook=seed.runbook)
     with urllib.request.urlopen(base + ".json") as response:
         assert response.headers["Content-Type"] == "application/json"
         assert response.headers["Content-Disposition"] == (
             f'attachment; filename="{NAME}-postmortem.json"'
         )
-        assert json.loads(response.read()) == seed.doc  # the very document the CLI wrote
+        assert json.loads(response.read()) == doc
     with urllib.request.urlopen(base + ".md") as response:
         assert response.headers["Content-Type"] == "text/markdown; charset=utf-8"
         assert response.headers["Content-Disposition"].startswith("attachment;")
-        assert response.read().decode() == seed.md
+        assert response.read().decode() == md
     with urllib.request.urlopen(f"{served}/j/{NAME}") as response:
         assert "style-src 'self'" in response.headers["Content-Security-Policy"]
     with pytest.raises(urllib.error.HTTPError) as missing:
@@ -402,14 +407,14 @@ def test_the_web_ui_links_and_serves_all_three(seed: Seed, served: str, browser:
     links.first.click()
     page.wait_for_url(base + ".html")
     page.wait_for_load_state("networkidle")
-    _check_rendered(page, seed.doc)
+    _check_rendered(page, doc)
     assert requests == [base + ".html"]
     assert messages == []
     with urllib.request.urlopen(base + ".html") as response:
         assert "Content-Disposition" not in response.headers
         policy = response.headers["Content-Security-Policy"]
         assert "default-src 'none'" in policy and "style-src 'unsafe-inline'" in policy
-        assert response.read().decode() == seed.html.read_text()
+        assert response.read().decode() == html
     page.context.close()
 
 

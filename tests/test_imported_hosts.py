@@ -7,11 +7,14 @@ transcript itself. Real transcripts, real imports through the command line."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from flask.testing import FlaskClient
 
 from journal.runbook import NAME
 from journal.store import EventStore
@@ -178,6 +181,77 @@ def test_an_import_is_timed_from_the_transcript_else_untimed(tmp_path: Path) -> 
     shown = _ok("--journal", "plain", "log", db=db)
     assert "0.00s" not in shown and "(untimed)" in shown
     assert "imported untimed" in shown  # in the run line itself, not only its reason
+
+
+def _stamp(ts: str, shift: timedelta, zone: timedelta) -> str:
+    """A stored time moved by ``shift``, as a transcript in a zone ``zone`` east of UTC prints
+    it (``2026-12-01 12:01:33.250000``)."""
+    moment = datetime.fromisoformat(ts.replace("Z", "+00:00")) + shift + zone
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _web(db: Path) -> FlaskClient:
+    from journal.web import create_app
+
+    return create_app({"DB": str(db), "TESTING": True}).test_client()
+
+
+def _order_on_the_web(client: FlaskClient, journal_name: str) -> list[str]:
+    response = client.get(f"/j/{journal_name}")
+    assert response.status_code == 200
+    return re.findall(r'<a class="step" href="[^"]*">([^<]+)</a>', response.get_data(as_text=True))
+
+
+def test_dated_imported_commands_stand_among_the_local_steps_by_their_time(tmp_path: Path) -> None:
+    """A transcript that dates its prompts places its commands by their own time, among the
+    steps run here, on `journal log` (the stored timeline folded on, and folded anew) and the
+    web timeline; an undated transcript's commands stay where the import was made."""
+    folder = tmp_path / "placed"
+    folder.mkdir()
+    db, runbook = folder / "journal.db", write_runbook(folder, RUNBOOK)
+    env = {**os.environ, "TZ": "IST-5:30"}  # the transcript's times are of the importer's zone
+    zone = timedelta(hours=5, minutes=30)
+    for step in ("check-env", "second"):
+        assert journal("run", "step", step, db=db, runbook=runbook, env=env).returncode == 0
+    before = _ok("log", db=db, runbook=runbook)  # the stored timeline, folded on below
+    served = _web(db)  # a server that has folded the journal so far, and folds on
+    assert _order_on_the_web(served, "fleet") == ["check-env", "second"]
+    store = EventStore(str(db))
+    try:
+        starts = {r.event.step: r.ts for r in store.read("fleet", types=["StepStarted"])}
+        (first_end, _) = [r.ts for r in store.read("fleet", types=["StepFinished"])]
+    finally:
+        store.close()
+    gap = datetime.fromisoformat(starts["second"][:-1]) - datetime.fromisoformat(first_end[:-1])
+    early, middle = "nvidia-smi", "uv pip install torch==2.11.0"
+    dated = folder / "dated.txt"
+    dated.write_text(
+        f"[{_stamp(starts['check-env'], -timedelta(hours=1), zone)}] ubuntu@gpu-box:~$ {early}\n"
+        "| NVIDIA-SMI 580.159.04 |\n"
+        f"[{_stamp(first_end, gap / 2, zone)}] ubuntu@gpu-box:~$ {middle}\n"
+        "Resolved 1 package\n"
+    )
+    undated = folder / "undated.txt"
+    undated.write_text("ubuntu@gpu-box:~$ ldconfig -p\n42 libs found\n")
+    for path in (dated, undated):
+        done = journal("import", "transcript", str(path), "--host", "gpu-box", db=db,
+                       runbook=runbook, env=env)  # fmt: skip
+        assert done.returncode == 0, text(done.stderr)
+    want = [step_name(early), "check-env", step_name(middle), "second", step_name("ldconfig -p")]
+
+    shown = _ok("log", db=db, runbook=runbook)
+    headings = re.findall(r"^\S+ \S+Z  \[[^]]+\] (\S+) on ", shown, re.M)
+    assert headings == want, shown
+    # the early command says its own time (an hour before check-env), not the import's
+    (early_line,) = [line for line in shown.splitlines() if f"] {want[0]} on" in line]
+    hour_before = datetime.fromisoformat(starts["check-env"][:-1]) - timedelta(hours=1)
+    assert early_line.startswith(hour_before.strftime("%Y-%m-%d %H:%M:%S") + "Z")
+    assert "check-env on local-box" in before  # the log before the import, stored then
+    assert _ok("log", db=db, runbook=runbook) == shown  # read back from the stored timeline
+    _ok("rebuild", db=db, runbook=runbook)
+    assert _ok("log", db=db, runbook=runbook) == shown  # the same when folded anew
+    assert _order_on_the_web(served, "fleet") == want
+    assert _order_on_the_web(_web(db), "fleet") == want  # a server started now
 
 
 # -- status, drift, metrics, probes --------------------------------------------------------------

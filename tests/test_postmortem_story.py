@@ -422,3 +422,31 @@ def test_a_run_that_printed_nothing_on_stderr_has_an_empty_tail() -> None:
 
     store = _Chunks(3, lambda i: _chunk("stdout", "only stdout\n"))
     assert stderr_tail(store, "r1") == {"lines": [], "before": 0}
+
+
+def test_the_web_download_links_to_the_same_servers_run_pages(
+    tmp_path: Path, demo_journal: tuple[Path, Path]
+) -> None:
+    from journal.web import create_app
+
+    db = copy_demo(demo_journal, tmp_path)
+    client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    root = "http://127.0.0.1:8000/journal"  # under a prefix: the script root is in each link
+    path = "/j/cuda13-demo/export/postmortem"
+    doc = client.get(f"{path}.json", base_url=root).get_json()
+    cli = _ok("export", "postmortem", "--format", "json", "--base-url", root, db=db,
+              runbook=demo_journal[1])  # fmt: skip
+    written = json.loads(cli)  # what `--base-url` of the same URL writes: the same links
+    assert (doc["action_items"], doc["failures"]) == (written["action_items"], written["failures"])
+    links = [link["url"] for i in doc["action_items"] for link in i.get("links", [])]
+    assert links and all(url.startswith(f"{root}/j/cuda13-demo/run/") for url in links)
+    for url in links:  # each one is a page of this server
+        assert client.get(url.removeprefix(root), base_url=root).status_code == 200
+    md = client.get(f"{path}.md", base_url=root).get_data(as_text=True)
+    page = client.get(f"{path}.html", base_url=root).get_data(as_text=True)
+    for url in links:
+        assert f"(<{url}>)" in md and f'<a href="{url}">' in page
+    # at the root of a server of its own: links to that server
+    plain = client.get(f"{path}.json").get_json()
+    urls = [link["url"] for i in plain["action_items"] for link in i.get("links", [])]
+    assert urls == [url.replace(root, "http://localhost") for url in links]

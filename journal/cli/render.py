@@ -186,9 +186,8 @@ def timeline_text(
         f"{plural(timeline.events, 'event')}, last at {when(timeline.last_ts)}"
     ]
     headings: set[int] = set()
-    for item in timeline.items:
-        if not keep.item(item):
-            continue
+    shown = [item for item in timeline.items if keep.item(item)]
+    for index, item in enumerate(shown):
         if isinstance(item, StepRunView):
             headings.add(len(lines))  # made visible by run_line, with its amber kept
             lines.append(run_line(item, judged=judged))
@@ -201,13 +200,56 @@ def timeline_text(
             tags = f" [{', '.join(item.tags)}]" if item.tags else ""
             lines.append(f"{when(item.ts)}  note{tags}: {item.text}")
         elif isinstance(item, MetricView):
-            lines.append(f"{when(item.ts)}  metric {metric_line(item)}")
+            if not _same_figures(shown, index - 1, item):  # the first of its group
+                lines.extend(figure_lines(_figures_from(shown, index)))
         elif isinstance(item, HostKeyView):
             lines.append(
                 f"{when(item.ts)}  accepted the new host key of {item.host} ({item.target}): "
                 f"{item.key_type} {item.fingerprint}"
             )
     return "\n".join(line if i in headings else visible(line) for i, line in enumerate(lines))
+
+
+def _same_figures(items: list[TimelineItem], index: int, metric: MetricView) -> bool:
+    """Whether ``items[index]`` is a figure recorded on its own with ``metric``'s labels and
+    host (so that ``metric`` goes in its group)."""
+    other = items[index] if 0 <= index < len(items) else None
+    if not isinstance(other, MetricView):
+        return False
+    return (_labels(other), other.host) == (_labels(metric), metric.host)
+
+
+def _figures_from(items: list[TimelineItem], index: int) -> list[MetricView]:
+    """The figures recorded one after another with the labels and host of ``items[index]``."""
+    first = items[index]
+    assert isinstance(first, MetricView)
+    group = [first]
+    while _same_figures(items, index + len(group), first):
+        group.append(items[index + len(group)])  # type: ignore[arg-type]
+    return group
+
+
+def figure_lines(group: list[MetricView]) -> list[str]:
+    """Figures recorded on their own (by hand), one after another with the same labels and
+    host, as the log shows them: one as ``metric …``; more under one header naming the labels
+    once (``metrics entered by hand on gpu-box (phase=after):``), a short line per figure."""
+    first = group[0]
+    labels = _labels(first)
+    if len(group) == 1 or not labels:
+        return [f"{when(m.ts)}  metric {metric_line(m)}" for m in group]
+    by_hand = all(m.source == "manual" for m in group)
+    where = f" on {first.host}" if first.host else ""
+    said = ", ".join(f"{k}={v}" for k, v in labels)
+    lines = [
+        visible(
+            f"{when(first.ts)}  metrics{' entered by hand' if by_hand else ''}{where} ({said}):"
+        )
+    ]
+    for m in group:
+        how = " [entered by hand]" if m.source == "manual" and not by_hand else ""
+        bad = f" [NOT TRUSTED: {m.invalid}]" if m.invalid else ""
+        lines.append(visible(f"{PAD}{m.name} = {figure(m.value, m.unit)}{how}{bad}"))
+    return lines
 
 
 def metric_line(metric: MetricView) -> str:

@@ -1,8 +1,9 @@
 """The timeline section of the postmortem: each item of the record, with its time, how long
 after the start of the record it came, and for a step run how it ended and what it found.
 
-An imported transcript's commands carry the time of the import (a transcript has no clock),
-so they are marked ``imported`` and have no duration.
+An imported transcript's commands carry the time their transcript dates them at, else the
+time of the import; they are marked ``imported``, and have no duration where the transcript
+gave no times.
 """
 
 from __future__ import annotations

@@ -391,9 +391,11 @@ def of_journal(
     journal: str,
     findings: list[Finding] | None = None,
     timeline: Timeline | None = None,
+    base_url: str | None = None,
 ) -> dict[str, Any]:
     """The postmortem of a journal of ``store`` (judged here unless given, as the web's cache
-    gives them), with the output of its runs without snapshots read for their changes."""
+    gives them), with the output of its runs without snapshots read for their changes;
+    ``base_url`` where the web serves the journal, for links to run pages."""
     from journal.export.changes import failures, read_outputs
 
     if findings is None or timeline is None:
@@ -405,6 +407,7 @@ def of_journal(
         timeline,
         outputs=read_outputs(store, journal, timeline),
         tails=failures(store, timeline),
+        base_url=base_url,
     )
 
 

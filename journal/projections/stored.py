@@ -33,6 +33,7 @@ from journal.projections.timeline import (
     Timeline,
     TimelineItem,
     apply,
+    order_key,
     settle,
 )
 from journal.store.cache import Head, ProjectionCache
@@ -62,7 +63,13 @@ def version() -> str:
 
 
 def item_key(item: TimelineItem) -> str:
-    return f"i:{item.seq:012d}"
+    """The item's row key, in :func:`~journal.projections.timeline.order_key` order as text
+    (digits only, so that any collation orders them alike): ``i:`` and the seq, or for a run
+    placed by its own time, the seq it is placed after, its time's digits and its seq."""
+    where, when, _ = order_key(item)
+    if not when:
+        return f"i:{item.seq:012d}"
+    return f"i:{where:012d}{''.join(c for c in when if c.isdigit())}{item.seq:012d}"
 
 
 def _plain(view: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -249,10 +256,10 @@ def save(
 def fold_on(timeline: Timeline, records: Iterable[Recorded]) -> tuple[list[TimelineItem], int]:
     """Fold ``records`` into ``timeline`` in place; the items they made or changed, and the
     last event folded (0 when none)."""
-    known = len(timeline.items)
     touched: dict[int, TimelineItem] = {}
-    last = 0
+    last = first = 0
     for rec in records:
+        first = first or rec.seq
         event = rec.event
         timeline.events += 1
         timeline.last_ts = rec.ts
@@ -266,7 +273,10 @@ def fold_on(timeline: Timeline, records: Iterable[Recorded]) -> tuple[list[Timel
                 if isinstance(item, ProbeView) and item.host == event.host_name:
                     touched[id(item)] = item
                     break
-    for item in timeline.items[known:]:
+    # the new items are last (a run placed by its own time among earlier ones is touched above)
+    for item in reversed(timeline.items):
+        if not first or item.seq < first:
+            break
         touched[id(item)] = item
     return list(touched.values()), last
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from functools import singledispatch
 from typing import Any
 
@@ -100,6 +102,9 @@ class StepRunView:
     imported: bool
     redactions: list[dict[str, Any]]
     benchmark: str | None = None
+    #: an imported run its transcript dates: the item (seq; 0: none) it is placed after, the
+    #: last one of the record at or before its own time (None: placed where it was recorded)
+    place: int | None = None
     status: str = "unfinished"
     exit_code: int | None = None
     duration: float | None = None
@@ -215,7 +220,11 @@ def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
         rollback=event.rollback,
     )
     state.runs[event.run] = view
-    state.items.append(view)
+    if event.imported and event.at:
+        view.started = event.at
+        place(state.items, view)
+    else:
+        state.items.append(view)
 
 
 @apply.register
@@ -249,6 +258,8 @@ def _(event: StepFinished, rec: Recorded, state: Timeline) -> None:
         return
     view.status, view.exit_code, view.duration = event.status, event.exit_code, event.duration
     view.finished, view.signal, view.reason = rec.ts, event.signal, event.reason
+    if view.place is not None:  # its own time: it ended its duration after it started
+        view.finished = _later(view.started, event.duration or 0.0)
 
 
 @apply.register
@@ -343,6 +354,43 @@ def _(event: HostKeyAccepted, rec: Recorded, state: Timeline) -> None:
             rec.seq, rec.ts, event.host_name, event.target, event.key_type, event.fingerprint
         )
     )
+
+
+def order_key(item: TimelineItem) -> tuple[int, str, int]:
+    """Where an item stands on the timeline: in the order it was recorded, but an imported run
+    its transcript dates right after the last item recorded at or before its own time (runs
+    placed after one item in their time order)."""
+    where = getattr(item, "place", None)
+    if where is None:
+        return (item.seq, "", 0)
+    return (where, item.started, item.seq)  # type: ignore[union-attr]
+
+
+def place(items: list[TimelineItem], view: StepRunView) -> None:
+    """Insert a dated imported run into ``items`` (in :func:`order_key` order) by its time."""
+    view.place = 0
+    for item in reversed(items):
+        if getattr(item, "place", None) is not None:
+            continue  # placed by its own time: the items recorded here are the landmarks
+        if _time(item) <= view.started:
+            view.place = item.seq
+            break
+    key = order_key(view)
+    items.insert(bisect.bisect_right(items, key, key=order_key), view)
+
+
+def index_of(items: list[TimelineItem], item: TimelineItem) -> int:
+    """The index of ``item`` (or of its copy: the same key) in ``items``, in key order."""
+    return bisect.bisect_left(items, order_key(item), key=order_key)
+
+
+def _time(item: TimelineItem) -> str:
+    return item.started if isinstance(item, StepRunView) else item.ts
+
+
+def _later(ts: str, seconds: float) -> str:
+    moment = datetime.fromisoformat(ts.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def project(journal: str, records: Iterable[Recorded]) -> Timeline:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import hashlib
 import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 from journal.errors import BadInput
@@ -193,8 +194,10 @@ def import_transcript(
     digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
     batch: list = [TranscriptImported(str(path), digest, host, len(commands))]
     readings = _readings(text, path, host, redactor)
+    now = datetime.now().astimezone()  # a transcript's times are of the importing machine's zone
     for command in commands:
         run = new_run_id()
+        moment = command.moment(now)
         shown, found = redactor.text(command.command, "command")
         step = step_name(shown)
         batch.append(
@@ -206,6 +209,7 @@ def import_transcript(
                 command=shown,
                 imported=True,
                 redactions=found,
+                at=None if moment is None else _stored_time(moment),
             )
         )
         output = "\n".join(command.output)
@@ -248,6 +252,11 @@ def import_transcript(
         )
     store.append(journal, batch)
     return len(commands)
+
+
+def _stored_time(moment: datetime) -> str:
+    """An aware time as the store writes its own (UTC, microseconds, a ``Z``)."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def _readings(text: str, path: Path, host: str, redactor: Redactor) -> dict[int, dict]:

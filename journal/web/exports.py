@@ -6,13 +6,17 @@ file holds its styles inline, which the app's Content-Security-Policy (styles on
 app) would refuse, so its response carries the export's own policy, which the app's headers
 keep: inline styles and nothing else, no script and no request at all
 (:data:`journal.export.html.POLICY`).
+
+Every format links its action items and failed steps to this server's run pages, as
+`journal export postmortem --base-url` does: the base is the request's own URL root (with
+the prefix the app is mounted under, Flask's script root).
 """
 
 from __future__ import annotations
 
 import re
 
-from flask import Blueprint, Response, abort
+from flask import Blueprint, Response, abort, request
 
 from journal.export import postmortem as export
 from journal.export.html import POLICY
@@ -33,7 +37,8 @@ def postmortem(journal: str, fmt: str) -> Response:
     if fmt not in TYPES:
         abort(404, f"there is no postmortem format {fmt!r}: md, html or json")
     state = journal_or_404(journal)
-    doc = export.of_journal(store(), journal, state.findings, state.timeline)
+    base_url = request.url_root.rstrip("/")  # this server, under its script root
+    doc = export.of_journal(store(), journal, state.findings, state.timeline, base_url)
     response = Response(export.render(doc, fmt), content_type=TYPES[fmt])
     if fmt == "html":
         response.headers["Content-Security-Policy"] = f"{POLICY}; frame-ancestors 'none'"

@@ -35,6 +35,7 @@ from journal.projections.timeline import (
     Timeline,
     TimelineItem,
     apply,
+    index_of,
     recorder_alive,
     settle,
 )
@@ -82,7 +83,6 @@ class JournalFold:
         self.acks = AckBook()
         #: run -> the sequence number of its newest event
         self.touched: dict[str, int] = {}
-        self._position: dict[str, int] = {}  # run -> its index in timeline.items
         self._unfinished: set[str] = set()  # started, not finished
         self.diffs = DiffCache()
 
@@ -91,9 +91,9 @@ class JournalFold:
     def extend(self, records: Iterable[Recorded]) -> Timeline:
         """Fold ``records`` (the journal's events after :attr:`last_seq`, in order) and
         settle unfinished runs; the new timeline (the one before is left as it was)."""
-        batch = _Batch(self.timeline, self._position)
+        batch = _Batch(self.timeline)
         tl = batch.timeline
-        known = len(tl.items)
+        before = self.last_seq
         for rec in records:
             event = rec.event
             tl.events += 1
@@ -112,13 +112,11 @@ class JournalFold:
             known = run in tl.runs if run is not None else True
             apply(event, rec, tl)
             if run is not None and not known and run in tl.runs:  # StepStarted
-                self._position[run] = len(tl.items) - 1
                 batch.owned.add(id(tl.runs[run]))
                 self._unfinished.add(run)
             self.last_seq = rec.seq
         self._settle(batch)
-        self.changed = [item for item in tl.items[:known] if id(item) in batch.owned]
-        self.changed += tl.items[known:]
+        self.changed = [item for item in tl.items if id(item) in batch.owned or item.seq > before]
         self.timeline = tl
         return tl
 
@@ -127,9 +125,8 @@ class JournalFold:
         """A fold that goes on from a stored timeline (its unfinished runs settled now)."""
         fold = cls(stored.timeline.journal, alive)
         fold.timeline, fold.last_seq = stored.timeline, stored.seq
-        for index, item in enumerate(stored.timeline.items):
+        for item in stored.timeline.items:
             if isinstance(item, StepRunView):
-                fold._position[item.run_id] = index
                 fold.touched[item.run_id] = item.seq
         fold._unfinished = set(stored.unfinished)
         fold.extend(())
@@ -176,7 +173,7 @@ class _Batch:
     """The timeline one :meth:`JournalFold.extend` makes: a shallow copy of the last one,
     whose views are copied before the batch changes them."""
 
-    def __init__(self, old: Timeline, position: dict[str, int]) -> None:
+    def __init__(self, old: Timeline) -> None:
         tl = copy.copy(old)
         tl.items = list(old.items)
         tl.runs = dict(old.runs)
@@ -185,7 +182,6 @@ class _Batch:
         tl.metrics = list(old.metrics)
         self.timeline = tl
         self.owned: set[int] = set()  # ids of the views this batch made or copied
-        self._position = position
 
     def own_run(self, run: str) -> StepRunView:
         """The run's view, copied first unless this batch made or copied it already."""
@@ -198,7 +194,7 @@ class _Batch:
         mine.probes, mine.expectations = list(view.probes), list(view.expectations)
         mine.metrics = list(view.metrics)
         self.timeline.runs[run] = mine
-        self.timeline.items[self._position[run]] = mine
+        self.timeline.items[index_of(self.timeline.items, view)] = mine
         self.owned.add(id(mine))
         return mine
 
