@@ -270,3 +270,104 @@ def test_an_imported_gpu_session_records_its_benchmark_figures(tmp_path: Path) -
     assert {m.labels["benchmark"] for m in output} == {"sglang.bench_serving"}
     assert len({m.labels["command"] for m in output}) == 1  # --output-file aside, one workload
     assert output[0].text and "90.00" in output[0].text
+
+
+EAGLE = Path(__file__).parent / "data" / "bench" / "sglang-bench-serving-eagle.txt"
+
+
+def bench_around_upgrade(tmp_path: Path, *after: str) -> tuple[list[dict], list[MetricRecorded]]:
+    """sglang bench_serving's EAGLE-3 output (tests/data/bench) recorded before `upgrade`, then
+    each of ``after`` recorded after it; the throughput-regression findings and the figures."""
+    sample = tmp_path / "serving.txt"
+    sample.write_text(EAGLE.read_text())
+    rb = runbook(tmp_path, f'[benchmarks.serve]\nrun = "{cat(sample)}"\nparser = "sglang"\n')
+    db = tmp_path / "j.db"
+    first = journal("run", "bench", "serve", "--label", "phase=before", db=db, runbook=rb)
+    assert first.returncode == 0, text(first.stderr)
+    assert journal("run", "step", "upgrade", db=db, runbook=rb).returncode == 0
+    for output in after:
+        sample.write_text(output)
+        done = journal("run", "bench", "serve", "--label", "phase=after", db=db, runbook=rb)
+        assert done.returncode == 0, text(done.stderr)
+    report = journal("pitfalls", "--all", "--format", "json", db=db, runbook=rb)
+    found = json.loads(report.stdout)["findings"]
+    return [f for f in found if f["id"] == "throughput-regression"], metrics(db)
+
+
+def changed(lines: dict[str, str]) -> str:
+    """The EAGLE-3 output with the value of each line named by its label replaced."""
+    out = EAGLE.read_text()
+    for label, value in lines.items():
+        line = next(x for x in out.splitlines() if x.startswith(label + ":"))
+        old = line.split()[-1]
+        out = out.replace(line, line.replace(old, value.ljust(len(old))))
+    return out
+
+
+def test_a_drop_of_accept_length_alone_is_a_throughput_regression(tmp_path: Path) -> None:
+    # speculative decoding accepting fewer tokens per step: every throughput as before
+    found, figures = bench_around_upgrade(tmp_path, changed({"Accept length": "2.60"}))
+    assert [f.value for f in figures if f.name == "accept_length"] == [3.02, 2.60]
+    assert [(f["severity"], f["title"]) for f in found] == [
+        ("warning", "Accept length fell 13.9%: 3.02 → 2.60")
+    ]
+
+
+def test_counts_never_fire_however_far_they_move(tmp_path: Path) -> None:
+    # half the requests, tokens and concurrency: how much was measured, not how well
+    fewer = changed(
+        {
+            "Successful requests": "16",
+            "Total input tokens": "16384",
+            "Total generated tokens": "8192",
+            "Concurrency": "0.50",
+        }
+    )
+    found, figures = bench_around_upgrade(tmp_path, fewer)
+    done = [f for f in figures if f.name == "successful_requests"]
+    assert [(f.value, f.invalid) for f in done] == [(32.0, None), (16.0, None)]
+    assert found == []
+
+
+def test_a_latency_that_rose_fires_and_is_resolved_by_one_back_within_5_percent(
+    tmp_path: Path,
+) -> None:
+    # TTFT half as long again (61.20 → 91.80 ms), then back to 63.00 ms (+2.9% of 61.20)
+    found, _ = bench_around_upgrade(
+        tmp_path, changed({"Mean TTFT (ms)": "91.80"}), changed({"Mean TTFT (ms)": "63.00"})
+    )
+    assert [(f["severity"], f["title"]) for f in found] == [
+        ("error", "mean_ttft_ms rose 50.0%: 61.20 → 91.80 ms")
+    ]
+    assert found[0]["state"] == "resolved", found[0]
+    assert "mean_ttft_ms was back to 63.00 ms" in found[0]["resolved_by"]["why"]
+
+
+def test_repeated_samples_within_their_spread_are_noise_and_outside_it_fire(
+    tmp_path: Path,
+) -> None:
+    samples = tmp_path / "samples.txt"
+    rb = runbook(
+        tmp_path,
+        f'[benchmarks.cpu]\nrun = "{cat(samples)}"\nparser = "regex"\n'
+        "pattern = 'sample \\d+: (?P<mflops>[0-9.]+) MFLOP/s'\n"
+        'units = { mflops = "MFLOP/s" }\n',
+    )
+
+    def judged(db: Path, before: list[float], after: list[float]) -> list[dict]:
+        for phase, values in (("before", before), ("after", after)):
+            samples.write_text("".join(f"sample {i}: {v} MFLOP/s\n" for i, v in enumerate(values)))
+            done = journal("run", "bench", "cpu", "--label", f"phase={phase}", db=db, runbook=rb)
+            assert done.returncode == 0, text(done.stderr)
+            if phase == "before":
+                assert journal("run", "step", "upgrade", db=db, runbook=rb).returncode == 0
+        report = journal("pitfalls", "--all", "--format", "json", db=db, runbook=rb)
+        return [
+            f for f in json.loads(report.stdout)["findings"] if f["id"] == "throughput-regression"
+        ]
+
+    # medians 70 → 64 (−8.6%), but the spreads (60–74, 58–70) overlap: noise
+    assert judged(tmp_path / "noise.db", [60, 69, 70, 72, 74], [58, 62, 64, 66, 70]) == []
+    # medians 70 → 60 (−14.3%), spreads 68–72 and 58–62 apart: a regression, one finding
+    (fell,) = judged(tmp_path / "fell.db", [68, 69, 70, 71, 72], [58, 59, 60, 61, 62])
+    assert fell["title"].startswith("mflops fell 14.3%: 70.00 → 60.00 MFLOP/s"), fell["title"]

@@ -283,6 +283,10 @@ def test_every_y_axis_starts_at_zero_with_round_ticks() -> None:
         ("total_generated_tokens_retokenized", None, "count"),
         ("num_prompts", None, "count"),
         ("concurrency", None, "count"),
+        ("drafts", None, "count"),  # vLLM's speculative decoding: how many, not how well
+        ("accepted_tokens", None, "count"),
+        ("acceptance_length", None, "higher"),
+        ("acceptance_rate", "%", "higher"),
     ],
 )
 def test_a_metric_knows_which_way_is_better(name: str, unit: str | None, way: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from journal.demo.run import SAMPLES
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.recorder import decode
 from journal.store import EventStore
@@ -61,11 +62,13 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
     assert [e.host_name for e in benches] == ["local", "local"]
     figures = [r for r in records if isinstance(r.event, MetricRecorded)]
     cpu = [r.event for r in figures if r.event.name == "matmul_mflops"]
-    assert [m.labels["phase"] for m in cpu] == ["before", "after"]
+    # repeated samples each side (one run printing SAMPLES), so their spread shows
+    assert [m.labels["phase"] for m in cpu] == ["before"] * SAMPLES + ["after"] * SAMPLES
+    assert [m.run for m in cpu] == [benches[0].run] * SAMPLES + [benches[1].run] * SAMPLES
     assert all(m.value > 0 and m.unit == "MFLOP/s" and m.source == "parsed" for m in cpu)
     plan_seqs = [r.seq for r in records if isinstance(r.event, StepStarted) and r.event.run in runs]
     cpu_seqs = [r.seq for r in figures if r.event.name == "matmul_mflops"]
-    assert cpu_seqs[0] < min(plan_seqs) and cpu_seqs[1] > max(plan_seqs)
+    assert cpu_seqs[SAMPLES - 1] < min(plan_seqs) and cpu_seqs[SAMPLES] > max(plan_seqs)
     gpu = [r.event for r in figures if r.event.name == "output_token_throughput"]
     assert [(m.value, m.host_name, m.source) for m in gpu] == [
         (90.0, "gpu-box", "imported"),

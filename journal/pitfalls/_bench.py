@@ -39,7 +39,7 @@ from journal.benchmarks.parsers import (
 )
 from journal.pitfalls.base import Evidence, Run, Subject
 from journal.pitfalls.commands import shell_pieces
-from journal.projections.metrics import NOT_IDENTITY, higher_is_better
+from journal.projections.metrics import NOT_IDENTITY, direction, higher_is_better
 
 T = TypeVar("T")
 
@@ -66,6 +66,12 @@ class Figure:
         """Throughputs and bandwidths (a rate: ``…/s``); latencies and counts are not."""
         return higher_is_better(self.name, self.unit)
 
+    @property
+    def direction(self) -> str:
+        """``higher`` (rates, bandwidths, ``accept_length``), ``lower`` (latencies) or
+        ``count`` (``successful_requests``): see :func:`journal.projections.metrics.direction`."""
+        return direction(self.name, self.unit)
+
 
 #: Metric display names, for titles.
 DISPLAY = {
@@ -77,6 +83,9 @@ DISPLAY = {
     "total_tokens_per_s": "Total throughput",
     "requests_per_s": "Request throughput",
     "avg_bus_bandwidth": "nccl-tests average bus bandwidth",
+    "accept_length": "Accept length",
+    "acceptance_length": "Acceptance length",
+    "acceptance_rate": "Acceptance rate",
 }
 
 

@@ -60,9 +60,12 @@ TALLY = "tally"
 CONTEXT_RUNS = 8
 #: The tail of a context run's output kept (detectors reading earlier output see this much).
 CONTEXT_TEXT = 16_384
-#: Figures kept per series (of different runs): the newest whose run is not judged again is
-#: what the next figure is compared with.
+#: Runs whose figures are kept per series: the newest whose run is not judged again is what
+#: the next figure is compared with.
 FIGURES_KEPT = 3
+#: Figures kept of one run of a series: the repeated samples a benchmark printed, compared as
+#: a whole (see journal.pitfalls.throughput_regression).
+SAMPLES_KEPT = 32
 #: Events folded at a time when the whole journal is judged again.
 BATCH = 20_000
 
@@ -608,15 +611,16 @@ class _State:
             # A kept run's figures stay its own (as if recorded with it): read again from its
             # output they could carry other labels than those the series were kept under.
             kept = {r.key for r in mine}
-            # Per series the newest figure of a run not judged again now (a run judged again
-            # brings its own figures back with it).
+            # Per series the figures of the newest run not judged again now (a run judged
+            # again brings its own figures back with it): its repeated samples, or one figure.
             stored = [
-                mine_[-1]
+                f
                 for mine_ in (
                     [f for f in series if f.get("run") not in judged]
                     for series in context.figures.values()
                 )
                 if mine_
+                for f in _last_run(mine_)
             ]
             carrier = _Carrier(host, first - 1, [f for f in stored if f.get("run") not in kept])
             carrier.figures_ += [_figure(f, f["run"]) for f in stored if f.get("run") in kept]
@@ -690,9 +694,11 @@ class _State:
             for f in trusted:
                 if f.host == host:
                     series = context.figures.setdefault(json.dumps(plain(figure_key(f))), [])
-                    series[:] = [g for g in series if g.get("run") != f.run or f.run is None]
-                    series.append(figure_json(f))
-                    del series[:-FIGURES_KEPT]
+                    stored = figure_json(f)
+                    if any(_same(g, stored) for g in series):
+                        continue  # one stored before, given back as context
+                    series.append(stored)
+                    _trim(series)
             for key in [k for k, series in context.figures.items() if not series]:
                 del context.figures[key]
             ids = []
@@ -738,6 +744,37 @@ class _OpenRows(Stored):
                 if one.key == key and one.resolved_by is None:
                     found.append(one)
         return found
+
+
+def _last_run(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The figures of a series' newest run (one figure when it was recorded outside a run)."""
+    last = series[-1].get("run")
+    if last is None:
+        return series[-1:]
+    return [f for f in series if f.get("run") == last]
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two stored figures are one (a context figure carries another run key)."""
+    return a["event"] is not None and all(a[k] == b[k] for k in ("event", "value", "evidence"))
+
+
+def _trim(series: list[dict[str, Any]]) -> None:
+    """Keep the figures of a series' newest FIGURES_KEPT runs, the last SAMPLES_KEPT of each
+    (a figure recorded outside a run counts as a run of its own)."""
+    count: dict[Any, int] = {}
+    kept: list[dict[str, Any]] = []
+    for index in range(len(series) - 1, -1, -1):
+        run = series[index].get("run")
+        run = ("no run", index) if run is None else run
+        if run not in count:
+            if len(count) == FIGURES_KEPT:
+                break
+            count[run] = 0
+        if count[run] < SAMPLES_KEPT:
+            count[run] += 1
+            kept.append(series[index])
+    series[:] = kept[::-1]
 
 
 class _Carrier(Run):

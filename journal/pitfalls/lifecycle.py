@@ -185,12 +185,17 @@ FigureRule = Callable[[Finding, Figure], str | None]
 
 
 def back_within(found: Finding, figure: Figure) -> str | None:
-    """A later figure of the same series is back within the threshold of the reference."""
+    """A later figure of the same series is back within the threshold of the reference: no
+    lower than it for a figure better higher (a throughput, ``accept_length``), no higher for
+    one better lower (a latency), by the figure's own direction."""
     series, reference = found.facts.get("series"), found.facts.get("reference")
     threshold = found.facts.get("threshold", 0.05)
     if series is None or reference is None or plain(_series(figure)) != plain(series):
         return None
-    if figure.value < reference * (1 - threshold):
+    if figure.direction == "lower":
+        if figure.value > reference * (1 + threshold):
+            return None
+    elif figure.value < reference * (1 - threshold):
         return None
     from journal.pitfalls._bench import DISPLAY
 

@@ -10,8 +10,9 @@ what lies between them: another ``phase``, or the step runs done on that host in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from journal.projections.timeline import MetricView, StepRunView, Timeline
 
@@ -68,6 +69,10 @@ COUNT_NAMES = frozenset(
         "total_generated_tokens_retokenized",
         "count",
         "requests",
+        # vLLM's speculative-decoding section: how many drafts and tokens, not how well
+        "drafts",
+        "draft_tokens",
+        "accepted_tokens",
     }
 )
 #: Words of a name that say it is better higher although it is no rate: acceptance of
@@ -89,6 +94,8 @@ def direction(name: str, unit: str | None) -> str:
     ``"count"`` for counts (``successful_requests``, ``total_input_tokens``, ``num_prompts``…),
     which are neither: they say how much was measured, not how well."""
     low, u = name.lower(), (unit or "").strip().lower()
+    if low in COUNT_NAMES and u in ("", "tok", "tokens", "req", "requests", "count"):
+        return "count"  # accepted_tokens is a count, though it says "accept"
     if higher_is_better(name, unit) or any(w in low for w in HIGHER_WORDS):
         return "higher"
     if u in TIME_UNITS or any(w in low for w in LOWER_WORDS) or low.endswith(("_ms", "_s")):
@@ -269,10 +276,18 @@ def repeat_groups(series: Series, steps: list[StepRunView]) -> list[list[MetricV
     return groups
 
 
-def is_noise(before: list[MetricView], after: list[MetricView]) -> bool:
+class Sample(Protocol):
+    """A measured figure: a :class:`MetricView` here, a detector's ``Figure``."""
+
+    @property
+    def value(self) -> float: ...
+
+
+def is_noise(before: Sequence[Sample], after: Sequence[Sample]) -> bool:
     """Whether a change from the ``before`` samples to the ``after`` ones is noise: with a
     repeated side, when the two min–max ranges overlap (the change is within the spread);
-    with a single figure each side, when it is within :data:`NOISE_PERCENT` of the earlier."""
+    with a single figure each side, when it is within :data:`NOISE_PERCENT` of the earlier.
+    The throughput page and the throughput_regression detector both decide noise here."""
     if before is after:
         return True
     if len(before) > 1 or len(after) > 1:
