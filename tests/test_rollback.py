@@ -504,3 +504,87 @@ def test_the_runbook_uv_key_is_checked(tmp_path: Path, value: str, said: str) ->
         parse(text_, tmp_path / "runbook.toml")
     ok = parse(text_.replace(value, '"~/.local/bin/uv"'), tmp_path / "runbook.toml")
     assert ok.hosts["h"].uv == "~/.local/bin/uv"
+
+
+def test_a_fleet_rolls_each_host_back_to_its_own_set(demo_folder: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    demo = copy_demo(demo_folder, folder, host_env={"PY": str(folder / "ml-env/bin/python3")})
+    # a second host whose env has its own history: pillow gone before the fleet's step
+    py2 = folder / "ml-env2" / "bin" / "python3"
+    shutil.copytree(folder / "ml-env", folder / "ml-env2", symlinks=True)
+    demo.uv("pip", "uninstall", "--python", str(py2), "pillow")
+    cu130 = (folder / "indexes" / "cu130" / "simple").as_uri()
+    demo.runbook.write_text(
+        demo.runbook.read_text().replace(
+            "\n[probes.torch-env]",
+            f'\n[hosts.second]\nssh = "local"\npython = "{py2}"\nuv = "{find_uv()}"\n'
+            f'env = {{ PY = "{py2}", UV_INDEX_URL = "{cu130}", UV_CACHE_DIR = '
+            f'"{folder}/uv-cache", UV_NO_CONFIG = "1" }}\n\n[probes.torch-env]',
+        )
+        + f"""
+[[steps]]
+name = "drop-nccl"
+run = '''{find_uv()} pip uninstall --python "$PY" nvidia-nccl-cu13'''
+"""
+    )
+    assert demo.run("run", "step", "drop-nccl", "--all-hosts").returncode == 0
+    result = demo.run("rollback", "--to", "before:drop-nccl", "--rolling", "1")
+    assert result.returncode == 0, text(result.stderr)
+    started = [r.event for r in demo.events() if isinstance(r.event, StepStarted)]
+    rollbacks = {e.host_name: e for e in started if e.step == "rollback"}
+    assert set(rollbacks) == {"local", "second"}
+    assert rollbacks["local"].rollback["packages"]["pillow"] == "12.1.0"
+    assert "pillow" not in rollbacks["second"].rollback["packages"]  # its own recorded set
+    assert demo.packages()["nvidia-nccl-cu13"] == "2.28.9"
+    second = Demo(folder, demo.env)
+    second.python = py2
+    assert second.packages()["nvidia-nccl-cu13"] == "2.28.9"
+    assert "pillow" not in second.packages()
+
+
+SHIM = """#!/bin/sh
+# the host's uv, which kills the journal that runs the rollback once, before its install
+case " $* " in
+*" pip install "*)
+    case " $* " in *" --dry-run "*) ;; *)
+        if [ ! -e {done} ]; then
+            touch {done}
+            while [ ! -s {pid} ]; do sleep 0.05; done
+            kill -9 "$(cat {pid})"
+            exit 1
+        fi
+    esac
+esac
+exec {uv} "$@"
+"""
+
+
+def test_a_rollback_whose_journal_was_killed_half_way_converges(
+    demo_folder: Path, tmp_path: Path
+) -> None:
+    shim, pid = tmp_path / "uv", tmp_path / "journal.pid"
+    shim.write_text(SHIM.format(done=tmp_path / "killed", pid=pid, uv=find_uv()))
+    shim.chmod(0o755)
+    demo = copy_demo(demo_folder, tmp_path / "demo")
+    demo.runbook.write_text(
+        demo.runbook.read_text().replace(f'uv = "{find_uv()}"', f'uv = "{shim}"')
+    )
+    cmd = [sys.executable, "-m", "journal", "--db", str(demo.db), "--runbook", str(demo.runbook)]
+    proc = subprocess.Popen(
+        [*cmd, "rollback", "--to", "before:install-torch"],
+        env=demo.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pid.write_text(str(proc.pid))
+    assert proc.wait(timeout=120) == -9  # killed after the uninstall, before the install
+    now = demo.packages()
+    assert "nvidia-nccl-cu13" not in now and now["torch"] == "2.12.0.dev20260226+cu130"
+    first = [r.event for r in demo.events() if isinstance(r.event, StepStarted)][-1].run
+    # run again: the lost run is recorded to its end, then the rest is planned and done
+    result = demo.run("rollback", "--to", "before:install-torch")
+    assert_rolled_back(demo, result)
+    from journal.events import StepFinished
+
+    ends = {r.event.run: r.event for r in demo.events() if isinstance(r.event, StepFinished)}
+    assert ends[first].status == "failed" and ends[first].exit_code == 1

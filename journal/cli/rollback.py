@@ -80,9 +80,17 @@ def rollback(ctx: Context, args: argparse.Namespace) -> int:
         return 0
     from journal.cli.live import echo_for, fleet_report
     from journal.cli.render import verdict
+    from journal.service.attach import attach_lost
     from journal.service.findings import findings_for_runs
     from journal.service.steps import ensure_opened, exit_status
 
+    # the targets are checked first (bad input records nothing); then a run on these hosts
+    # whose recorder was lost (a rollback whose journal was killed) is recorded to its end,
+    # so that the plan starts from what the env holds once that command is over
+    named = service.target_hosts(ctx.store, runbook, args.to, hosts)
+    attach_lost(
+        ctx.store, runbook, named, echo_for(1), accept_new_host_key=args.accept_new_host_key
+    )
     accepted: list[Any] = []
     plans = service.plan(
         ctx.store,

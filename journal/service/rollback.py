@@ -261,17 +261,11 @@ def shell_path(path: str) -> str:
 # -- the target ---------------------------------------------------------------------------------
 
 
-def targets(
-    store: EventStore,
-    runbook: Runbook,
-    to: str,
-    hosts: list[str],
-) -> list[Target]:
+def targets(timeline: Timeline, runbook: Runbook, to: str, hosts: list[str]) -> list[Target]:
     """The target of each host: ``hosts`` (runbook names; empty: the run's host for RUN, the
     hosts where STEP ran for STEP and before:STEP). A host without such a run or snapshot is
     bad input naming it."""
     journal = runbook.name
-    timeline = current_timeline(store, journal)
     to = to.strip()
     if not to:
         raise BadInput("roll back to what? name a run, a step, or before:STEP")
@@ -593,6 +587,12 @@ def plan_host(
     return HostPlan(host.name, target, installer, uv, host.python, install, remove, kept, unchanged)
 
 
+def target_hosts(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) -> list[str]:
+    """The hosts ``to`` rolls back (bad input as :func:`targets` says), touching none."""
+    timeline = current_timeline(store, runbook.name)
+    return [t.host for t in targets(timeline, runbook, to, [h.name for h in hosts])]
+
+
 def plan(
     store: EventStore,
     runbook: Runbook,
@@ -604,9 +604,8 @@ def plan(
 ) -> list[HostPlan]:
     """The rollback plan of every host (planned on all of them at once). Nothing is recorded
     but the host keys accepted on the way, handed to ``record`` (none for a dry run)."""
-    chosen = [h.name for h in hosts]
-    found = targets(store, runbook, to, chosen)
     timeline = current_timeline(store, runbook.name)
+    found = targets(timeline, runbook, to, [h.name for h in hosts])
     by_host = {t.host: t for t in found}
     order = [runbook.hosts[t.host] for t in found]
 
