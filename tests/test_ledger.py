@@ -157,7 +157,7 @@ def test_its_tally_and_open_findings_say_what_every_finding_says(
         agrees()
         noop()
         noop()
-        before = agrees()
+        agrees()
         every = Ledger(store, DEMO, never_alive).findings()
         opened = [f for f in every if f.is_open]
         resolved = [f for f in every if f.state == "resolved"]
