@@ -543,32 +543,49 @@ run = '''{find_uv()} pip uninstall --python "$PY" nvidia-nccl-cu13'''
 
 
 SHIM = """#!/bin/sh
-# the host's uv, which kills the journal that runs the rollback once, before its install
+# the host's uv, which does {action} once, at the rollback's install (after its uninstall)
 case " $* " in
 *" pip install "*)
     case " $* " in *" --dry-run "*) ;; *)
         if [ ! -e {done} ]; then
             touch {done}
-            while [ ! -s {pid} ]; do sleep 0.05; done
-            kill -9 "$(cat {pid})"
-            exit 1
+            {action}
         fi
     esac
 esac
 exec {uv} "$@"
 """
+KILL = 'while [ ! -s {pid} ]; do sleep 0.05; done; kill -9 "$(cat {pid})"; exit 1'
+FAIL = "echo 'error: the index went away' >&2; exit 3"
+
+
+def shimmed(demo_folder: Path, tmp_path: Path, action: str) -> Demo:
+    """A demo copy whose host's uv is a shim over the real one doing ``action`` once."""
+    shim = tmp_path / "uv"
+    shim.write_text(SHIM.format(done=tmp_path / "done", action=action, uv=find_uv()))
+    shim.chmod(0o755)
+    demo = copy_demo(demo_folder, tmp_path / "demo")
+    runbook = demo.runbook.read_text()
+    demo.runbook.write_text(runbook.replace(f'uv = "{find_uv()}"', f'uv = "{shim}"'))
+    return demo
+
+
+def test_a_failed_rollback_exits_1_and_is_incomplete(demo_folder: Path, tmp_path: Path) -> None:
+    demo = shimmed(demo_folder, tmp_path, FAIL)
+    result = demo.run("rollback", "--to", "before:install-torch")
+    assert result.returncode == 1, text(result.stderr)  # not uv's 3
+    said = " ".join(text(result.stderr).split())
+    assert "rollback on local failed, exit 3" in said
+    assert "rollback-incomplete (error) on local" in said
+    assert "torch 2.12.0.dev20260226+cu130 (the target: 2.10.0+cu128)" in said
+    assert_rolled_back(demo, demo.run("rollback", "--to", "before:install-torch"))
 
 
 def test_a_rollback_whose_journal_was_killed_half_way_converges(
     demo_folder: Path, tmp_path: Path
 ) -> None:
-    shim, pid = tmp_path / "uv", tmp_path / "journal.pid"
-    shim.write_text(SHIM.format(done=tmp_path / "killed", pid=pid, uv=find_uv()))
-    shim.chmod(0o755)
-    demo = copy_demo(demo_folder, tmp_path / "demo")
-    demo.runbook.write_text(
-        demo.runbook.read_text().replace(f'uv = "{find_uv()}"', f'uv = "{shim}"')
-    )
+    pid = tmp_path / "journal.pid"
+    demo = shimmed(demo_folder, tmp_path, KILL.format(pid=pid))
     cmd = [sys.executable, "-m", "journal", "--db", str(demo.db), "--runbook", str(demo.runbook)]
     proc = subprocess.Popen(
         [*cmd, "rollback", "--to", "before:install-torch"],

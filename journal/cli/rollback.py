@@ -20,8 +20,8 @@ def add_parser(sub: Any, command: Any, host_options: Any) -> None:
         "rollback",
         rollback,
         "bring hosts back to a recorded package set (after a run or step, or before:STEP); "
-        "exit 2 when a package is available from no source, 1 when the rollback failed or "
-        "did not reach its target",
+        "exit 2 when a package is available from no source (nothing run), 1 when the rollback "
+        "failed or did not reach its target",
     )
     p.add_argument(
         "--to",
@@ -123,8 +123,10 @@ def rollback(ctx: Context, args: argparse.Namespace) -> int:
     if not fleet.complete:
         return 130
     code = exit_status(runs)
+    if 1 < code < 124:
+        return 1  # the command failed (uv's 2 is no bad input of journal's): not reached
     if code:
-        return code
+        return code  # 124 timed out, 130 interrupted, 255 unreachable, 128 + a signal
     incomplete = [f for f in findings_for_runs(ctx.store, runbook.name, ids) if f.id == ID]
     return 1 if incomplete else 0
 

@@ -52,6 +52,8 @@ STEP = "rollback"
 KEEP = ("pip",)
 #: Statuses of a try that a later try of the same step retried.
 FAILED = frozenset({"failed", "timed-out", "interrupted", "lost"})
+#: The first pip with `pip install --dry-run`.
+PIP_DRY_RUN = "22.2"
 #: Seconds a planning command (uv lookup, a dry run) may take on a host.
 PLAN_TIMEOUT_S = 300.0
 
@@ -458,6 +460,14 @@ def _installer(side: _Host) -> tuple[str, str | None]:
             f"({_last(out)}), so nothing can install the target set; give the host's uv "
             f'in the runbook (hosts.{host.name}.uv = "/path/to/uv") or install pip there'
         )
+    found = re.search(r"\bpip (\S+) from\b", out)
+    if found and parse_version(found.group(1)) < parse_version(PIP_DRY_RUN):
+        raise BadInput(
+            f"host {host.name}: its pip {found.group(1)} (in {host.python}) has no "
+            f"--dry-run (pip {PIP_DRY_RUN} and later do), so the plan's sources cannot be "
+            f"checked before anything runs; upgrade pip there or give the host's uv "
+            f'(hosts.{host.name}.uv = "/path/to/uv")'
+        )
     return "pip", None
 
 
@@ -466,7 +476,8 @@ def _last(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _dry_run(side: _Host, installer: str, uv: str | None, items: list[Install]) -> bool:
+def _dry_run(side: _Host, installer: str, uv: str | None, items: list[Install]) -> tuple[bool, str]:
+    """Whether the host's installer finds ``items`` where their source says, and what it said."""
     py = shell_path(side.host.python)
     source = items[0].source
     words = " ".join(shlex.quote(w) for w in [*(i.pin for i in items), *source.args()])
@@ -477,8 +488,7 @@ def _dry_run(side: _Host, installer: str, uv: str | None, items: list[Install]) 
             f"{py} -m pip install --dry-run --no-deps --ignore-installed "
             f"--disable-pip-version-check {words}"
         )
-    ok, _ = side.run(command)
-    return ok
+    return side.run(command)
 
 
 def _choose(
@@ -491,6 +501,7 @@ def _choose(
     tried: dict[str, list[Source]] = {item.name: [] for item, _ in wanted}
     candidates = {item.name: sources for item, sources in wanted}
     base = {item.name: item for item, _ in wanted}
+    said: dict[str, str] = {}  # what the last dry run that lacked each package said
     pending = list(base)
     while pending:
         batches: dict[tuple[Any, ...], list[Install]] = {}
@@ -502,15 +513,18 @@ def _choose(
             batches.setdefault(source.key, []).append(item)
         pending = []
         for items in batches.values():
-            if _dry_run(side, installer, uv, items):
+            ok, out = _dry_run(side, installer, uv, items)
+            found: list[Install] = []
+            missing: list[Install] = []
+            if ok:
                 found = items
-                missing: list[Install] = []
             elif len(items) == 1:
-                found, missing = [], items
+                missing, said[items[0].name] = items, out
             else:
-                found, missing = [], []
                 for item in items:
-                    (found if _dry_run(side, installer, uv, [item]) else missing).append(item)
+                    ok, out = _dry_run(side, installer, uv, [item])
+                    (found if ok else missing).append(item)
+                    said[item.name] = out
             for item in found:
                 chosen[item.name] = Install(
                     item.name,
@@ -528,7 +542,8 @@ def _choose(
                     raise BadInput(
                         f"host {side.host.name}: {item.display} {item.version} of the target "
                         f"set ({item.name} is {item.current or 'not installed'} now) is "
-                        f"available from no source: tried {sources}. Nothing was run or "
+                        f"available from no source: tried {sources} (the last dry run said: "
+                        f"{_last(said.get(item.name, ''))[:300]}). Nothing was run or "
                         "recorded; put its wheel back on one of them (or point the host's "
                         "default index, e.g. UV_INDEX_URL / PIP_INDEX_URL in its env, at one "
                         "that has it) and plan again"
