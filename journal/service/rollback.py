@@ -369,8 +369,8 @@ def recorded_sources(timeline: Timeline, host: str, name: str, version: str) -> 
     found: list[Source] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for run in reversed(timeline.step_runs()):
-        if run.host != host or run.rollback is not None:
-            continue
+        if run.host != host:
+            continue  # an earlier rollback's install counts too: it brought what it installed
         requests = [r for r in install_requests(run.command) if r.tool in ("uv", "pip")]
         if not requests:
             continue
