@@ -1,7 +1,8 @@
 """`journal rollback` on the demo's stand-in wheels with real uv, real pip and a real sshd.
 
-One `journal demo` is made for the module; each test works on its own copy of the demo folder
-(the target env is changed by a rollback), its runbook pointed at the copy.
+The session's `journal demo` (tests/conftest.py) is the starting point; each test works on its
+own copy of the demo folder (the target env is changed by a rollback), its runbook pointed at
+the copy.
 """
 
 from __future__ import annotations
@@ -39,12 +40,10 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def demo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`journal demo` run once: its plan ran reinstall-torch (the cu130 nightly stack)."""
-    folder = tmp_path_factory.mktemp("rollback-demo") / "demo"
-    made = journal("demo", str(folder), env=clean_env())
-    assert made.returncode == 0, text(made.stderr)
-    return folder
+def demo_folder(demo_journal: tuple[Path, Path]) -> Path:
+    """The session's `journal demo` folder (its plan ran reinstall-torch: the cu130 nightly
+    stack), which every test copies before changing anything."""
+    return demo_journal[0].parent
 
 
 class Demo:
