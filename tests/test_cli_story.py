@@ -367,20 +367,20 @@ def test_log_groups_figures_entered_by_hand_one_after_another(story: Path) -> No
     alone = ["record", "metric", "itl_ms", "7", "--label", "phase=before", "--host", "here"]
     assert cli(story, *alone).returncode == 0
     lines = text(cli(story, "log").stdout).splitlines()
-    said = [line for line in lines if "model=llama-3-8b" in line]
+    at = [i for i, line in enumerate(lines) if "model=llama-3-8b" in line]
+    said = [lines[i] for i in at]  # (the two may read alike, to the second)
     # two groups (the note parts them), each naming its shared labels once
     assert len(said) == 2, said
     assert all(
         line.endswith("  metrics entered by hand on here (model=llama-3-8b, phase=after):")
         for line in said
     ), said
-    first = lines.index(said[0])
+    first, second = at
     pad = " " * 22
     assert lines[first + 1 : first + 3] == [
         f"{pad}output_token_throughput = 96.10 tok/s",
         f"{pad}ttft_ms = 41.00 ms",
     ]
-    second = lines.index(said[1])
     assert "note: between the figures" in lines[second - 1]
     assert lines[second + 1 : second + 3] == [
         f"{pad}output_token_throughput = 90.00",
