@@ -153,7 +153,9 @@ class PackagesSnapshotted(Event):
 
     ``phase`` is ``before`` or ``after`` for the snapshots around a step run (``run``), or
     ``probe`` for one taken by `journal run probe packages`. ``packages`` maps the normalised
-    name to ``{"name", "version", "installer", "installed"}``.
+    name to ``{"name", "version", "installer", "installed"}``, and ``direct_url`` (PEP 610's
+    ``url`` with ``archive_info``, ``dir_info`` or ``vcs_info``) for a distribution installed
+    from a URL, a file or a folder.
     """
 
     type: ClassVar[str] = "PackagesSnapshotted"

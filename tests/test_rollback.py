@@ -239,6 +239,15 @@ def test_dry_run_prints_the_plan_and_records_nothing(demo_folder: Path, tmp_path
     assert demo.packages() == before  # and changed nothing
     bad = demo.run("rollback", "--to", "before:install-torch", "--format", "json")
     assert bad.returncode == 2 and no_traceback(bad) and b"--dry-run" in bad.stderr
+    # without the runbook's uv, the one the host's PATH finds
+    uv = Path(find_uv())
+    runbook = demo.runbook.read_text().replace(f'uv = "{uv}"\n', "")
+    path = f'env = {{ PATH = "{uv.parent}:/usr/bin:/bin", '
+    demo.runbook.write_text(runbook.replace("env = { ", path, 1))
+    found = demo.run("rollback", "--to", "before:install-torch", "--dry-run", "--format", "json")
+    assert found.returncode == 0, text(found.stderr)
+    assert json.loads(found.stdout)["hosts"][0]["uv"] == str(uv)
+    assert len(demo.events()) == count
 
 
 def test_a_wheel_gone_from_every_source_fails_at_planning(
