@@ -248,6 +248,16 @@ def test_dry_run_prints_the_plan_and_records_nothing(demo_folder: Path, tmp_path
     assert found.returncode == 0, text(found.stderr)
     assert json.loads(found.stdout)["hosts"][0]["uv"] == str(uv)
     assert len(demo.events()) == count
+    # a package another installer put there is named: conda's list will be wrong after
+    (installer,) = demo.folder.glob("ml-env/lib/python*/site-packages/numpy-*.dist-info/INSTALLER")
+    installer.write_text("conda\n")
+    noted = demo.run("rollback", "--to", "before:install-torch", "--dry-run")
+    assert "note: conda installed numpy 2.4.1; the rollback replaces it with uv's" in text(
+        noted.stdout
+    )
+    noted = demo.run("rollback", "--to", "before:install-torch", "--dry-run", "--format", "json")
+    foreign = json.loads(noted.stdout)["hosts"][0]["foreign"]
+    assert foreign == [{"name": "numpy", "version": "2.4.1", "installer": "conda"}]
 
 
 def test_a_wheel_gone_from_every_source_fails_at_planning(

@@ -162,6 +162,11 @@ def plan_lines(plan: Any, command: bool = True) -> list[str]:
         shown = ", ".join(plan.unchanged[:8])
         more = f" and {len(plan.unchanged) - 8} more" if len(plan.unchanged) > 8 else ""
         lines.append(f"  unchanged {len(plan.unchanged)}: {shown}{more}")
+    for name, version, installer in plan.foreign:
+        lines.append(
+            f"  note: {installer} installed {name} {version}; the rollback replaces it with "
+            f"{plan.installer}'s ({installer} will still list what it no longer holds)"
+        )
     if command:
         lines.append(f"  command: {plan.command()}")
     return lines

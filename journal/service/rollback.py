@@ -50,6 +50,8 @@ from journal.versions import parse_version
 STEP = "rollback"
 #: Never removed by a rollback, even when the target set lacks it: it is how pip rolls back.
 KEEP = ("pip",)
+#: Installers whose packages a rollback replaces as their own.
+OWN = frozenset({"pip", "uv"})
 #: Statuses of a try that a later try of the same step retried.
 FAILED = frozenset({"failed", "timed-out", "interrupted", "lost"})
 #: The first pip with `pip install --dry-run`.
@@ -159,6 +161,9 @@ class HostPlan:
     remove: list[tuple[str, str]]
     kept: list[tuple[str, str]]
     unchanged: list[str]
+    #: packages the rollback replaces or removes that another installer put there (conda,
+    #: the system's package manager): (name, version, installer)
+    foreign: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -245,6 +250,7 @@ class HostPlan:
             "remove": [{"name": n, "version": v} for n, v in self.remove],
             "kept": [{"name": n, "version": v, "why": KEPT_WHY} for n, v in self.kept],
             "unchanged": self.unchanged,
+            "foreign": [{"name": n, "version": v, "installer": i} for n, v, i in self.foreign],
             "command": self.command(),
         }
 
@@ -599,7 +605,15 @@ def plan_host(
         pair = (str(entry.get("name") or name), str(entry.get("version") or ""))
         (kept if name in KEEP else remove).append(pair)
     install = _choose(side, installer, uv, wanted) if wanted else []
-    return HostPlan(host.name, target, installer, uv, host.python, install, remove, kept, unchanged)
+    touched = [i.name for i in install] + [normalize(name) for name, _ in remove]
+    foreign = [
+        (str(now[n].get("name") or n), str(now[n].get("version") or ""), str(by))
+        for n in sorted(touched)
+        if n in now and (by := now[n].get("installer")) and str(by).lower() not in OWN
+    ]
+    return HostPlan(
+        host.name, target, installer, uv, host.python, install, remove, kept, unchanged, foreign
+    )
 
 
 def target_hosts(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) -> list[str]:
