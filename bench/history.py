@@ -239,6 +239,17 @@ def main() -> None:
                 env,
             )
             cold = statistics.median(cold_timeline(db, rb, env) for _ in range(args.runs))
+            # the story's readers (issue 16): status counts findings, show reads one run
+            told = {
+                what: median_of(
+                    args.runs, lambda i, db=db, argv=argv: journal_cmd(db, rb, *argv), env
+                )
+                for what, argv in (
+                    ("status", ["status"]),
+                    ("show", ["show", "h000000003"]),
+                    ("log --step noop", ["log", "--step", "noop"]),
+                )
+            }
             ratio = step / base
             print(
                 f"{size:>10,}  {step:8.2f}s {ratio:6.2f} {rss:8.0f}  {ack:6.2f}s  {cold:12.3f}s"
@@ -246,6 +257,11 @@ def main() -> None:
                 f" {'ok' if rss <= STEP_RSS_TARGET_MB else 'OVER'} {STEP_RSS_TARGET_MB} MB,"
                 f" {'ok' if ack <= ACK_TARGET_S else 'OVER'} ack {ACK_TARGET_S}s,"
                 f" {'ok' if cold <= COLD_TARGET_S else 'OVER'} cold {COLD_TARGET_S}s",
+                flush=True,
+            )
+            print(
+                f"{'':>10}  "
+                + ", ".join(f"{what} {t:.2f}s {peak:.0f} MB" for what, (t, peak) in told.items()),
                 flush=True,
             )
     finally:

@@ -7,7 +7,9 @@ peak RSS is its own:
 - ``record + judge``: `journal run step` (the output streamed from the supervisor's spool,
   stored as chunks, then the findings judged);
 - ``pitfalls``: `journal pitfalls --format json` afterwards, in a fresh process;
-- ``first page``: the run's page through the web app's test client, in a fresh process.
+- ``first page``: the run's page through the web app's test client, in a fresh process;
+- the story's commands: `journal status`, `journal show RUN` (its output's tail), `journal
+  show RUN --output` (all of it) and `journal export postmortem`.
 
 Shapes: 2 MB and 200 MB of uv-like lines in colour, and a single 200 MB line.
 Targets (issue 14): peak RSS within 150 MB whatever the output; judging 200 MB within 10 s.
@@ -94,12 +96,23 @@ def main() -> int:
             f"r = c.get('/j/sizes/run/{run_id}'); print(r.status_code, len(r.data))"
         )
         web_wall, web_rss, _ = timed([sys.executable, "-c", page], folder)
+        # what issue 16 added: the story, one run shown, its output, the postmortem
+        story = {
+            "journal status": ["status"],
+            f"journal show {run_id[:8]}": ["show", run_id],
+            "journal show --output": ["show", run_id, "--output"],
+            "journal export postmortem": ["export", "postmortem", "-o", "pm.md"],
+        }
+        told = {what: timed([*journal, *argv], folder) for what, argv in story.items()}
         over = rss > RSS_TARGET_MB or pit_rss > RSS_TARGET_MB or web_rss > RSS_TARGET_MB
+        over |= any(peak > RSS_TARGET_MB for _, peak, _ in told.values())
         failed |= over or code not in (0, 1)
         print(f"\n{title}:")
         print(f"  journal run step (record + judge): {wall:6.2f} s, peak {rss:6.0f} MB")
         print(f"  journal pitfalls, fresh process:   {pit_wall:6.2f} s, peak {pit_rss:6.0f} MB")
         print(f"  first page of the run:             {web_wall:6.2f} s, peak {web_rss:6.0f} MB")
+        for what, (t, peak, _) in told.items():
+            print(f"  {what + ':':<35}{t:6.2f} s, peak {peak:6.0f} MB")
         print(f"  -> {'OK' if not over else 'OVER TARGET'} (peak RSS <= {RSS_TARGET_MB} MB)")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
