@@ -391,3 +391,23 @@ def test_log_groups_figures_entered_by_hand_one_after_another(story: Path) -> No
     assert single.endswith("  metric itl_ms = 7.00 (phase=before) on here [entered by hand]"), (
         single
     )
+
+
+def test_show_prints_the_end_of_a_line_too_long_to_hold_and_output_prints_it_whole(
+    tmp_path: Path,
+) -> None:
+    write_runbook(
+        tmp_path,
+        '[journal]\nname = "long"\n\n[hosts.here]\nssh = "local"\n\n[[steps]]\nname = "wide"\n'
+        "snapshots = false\n"
+        "run = \"head -c 100000 /dev/zero | tr '\\\\0' x; echo END; echo last\"\n",
+    )
+    assert cli(tmp_path, "run", "step", "wide").returncode == 0
+    items = json.loads(cli(tmp_path, "log", "--format", "json").stdout)["items"]
+    run = next(i["run"] for i in items if i.get("step") == "wide")
+    lines = cli(tmp_path, "show", run).stdout.splitlines()
+    tail = lines[lines.index(b"output:") + 1 :]
+    cut = 100_003 - 16_384
+    assert tail == [f"[… {cut:,} bytes] ".encode() + b"x" * (16_384 - 3) + b"END", b"last"]
+    whole = cli(tmp_path, "show", run, "--output").stdout
+    assert b"x" * 100_000 + b"END\nlast\n" in whole

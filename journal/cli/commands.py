@@ -434,25 +434,40 @@ def _write_output(store, journal: str, run: str, shown) -> None:  # type: ignore
 
 #: The lines of output `journal show` prints without --output.
 TAIL = 40
+#: The end of a line that much longer `journal show` prints (--output prints it whole).
+TAIL_LINE_BYTES = 16_384
 
 
 def _tail(store, journal: str, run: str, count: int = TAIL) -> tuple[list[bytes], int]:  # type: ignore[no-untyped-def]
     """The last ``count`` lines of a run's output, and how many lines it has in all, read
-    chunk by chunk."""
+    chunk by chunk; a line longer than :data:`TAIL_LINE_BYTES` keeps its end, after a mark
+    saying how much came before (a 200 MB line is never held, nor copied chunk after chunk)."""
     from collections import deque
 
     from journal.output import chunks_of
 
     kept: deque[bytes] = deque(maxlen=count)
     partial = b""
+    dropped = 0  # bytes of the current line no longer held
+
+    def shown(line: bytes, before: int) -> bytes:
+        if len(line) > TAIL_LINE_BYTES:
+            before, line = before + len(line) - TAIL_LINE_BYTES, line[-TAIL_LINE_BYTES:]
+        return f"[… {before:,} bytes] ".encode() + line if before else line
+
     total = 0
     for chunk in chunks_of(store.read(journal, run_id=run, types=["OutputChunk"])):
         parts = (partial + render.decode(chunk)).split(b"\n")
         partial = parts.pop()
-        total += len(parts)
-        kept.extend(parts)
-    if partial:
-        kept.append(partial)
+        if parts:
+            total += len(parts)
+            kept.extend(shown(line, dropped if i == 0 else 0) for i, line in enumerate(parts))
+            dropped = 0
+        if len(partial) > TAIL_LINE_BYTES:
+            dropped += len(partial) - TAIL_LINE_BYTES
+            partial = partial[-TAIL_LINE_BYTES:]
+    if partial or dropped:
+        kept.append(shown(partial, dropped))
         total += 1
     return list(kept), total
 
