@@ -1,7 +1,9 @@
 """How values are written for people, the same in the terminal, the web UI and the exports:
-times, durations, counts, figures, a command's first line."""
+times, durations, counts, figures, a command's first line, what a rollback put back."""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 def when(ts: str | None) -> str:
@@ -38,3 +40,14 @@ def first_line(command: str) -> str:
     """A command's first line, with ``…`` when more follow."""
     head, _, rest = command.strip().partition("\n")
     return head + (" …" if rest else "")
+
+
+def rollback_text(rollback: dict[str, Any]) -> str:
+    """What a rollback run put back: ``rollback to before:install-torch: the 5 packages
+    before run 1a23…`` (``StepStarted.rollback``)."""
+    count = len(rollback.get("packages") or {})
+    side = "before" if rollback.get("phase") == "before" else "after"
+    return (
+        f"rollback to {rollback.get('to')}: the {plural(count, 'package')} {side} run "
+        f"{rollback.get('run')}"
+    )

@@ -33,6 +33,19 @@
     holder.setAttribute("sse-connect", url.pathname + url.search);
   });
 
+  // A "copy" button copies the text of the element its data-copy names (the rollback
+  // command a run's page offers), and says so.
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest ? evt.target.closest("button[data-copy]") : null;
+    if (!button) { return; }
+    var source = document.getElementById(button.dataset.copy);
+    if (!source || !navigator.clipboard) { return; }
+    navigator.clipboard.writeText(source.textContent).then(function () {
+      button.textContent = "copied";
+      button.classList.add("copied");
+    });
+  });
+
   // A followed step's page says when the step ended and the stream closed.
   document.addEventListener("htmx:sseClose", function (evt) {
     if (evt.target && evt.target.classList) {

@@ -16,6 +16,13 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
     result = journal("demo", str(folder))
     assert result.returncode == 0, text(result.stderr)
     assert b"install-torch" in result.stdout and b"verify-torch-again" in result.stdout
+    # it ends with the way back, planned and not taken: the old stack from the host's default
+    # index (the cu128 one it came from), the new NCCL removed
+    said = text(result.stdout)
+    plan = said[said.index("$ journal rollback --to before:install-torch --dry-run") :]
+    assert "torch==2.10.0+cu128  (now 2.12.0.dev20260226+cu130) from the host's default" in plan
+    assert "  remove 1:\n    nvidia-nccl-cu13 2.28.9" in plan
+    assert said.index("rollback of local") > said.index("verify-torch-again")
 
     store = EventStore(str(folder / "journal.db"))
     try:

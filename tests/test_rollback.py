@@ -94,17 +94,19 @@ def copy_demo(
     env: dict[str, str] | None = None,
     more: str = "",
 ) -> Demo:
-    """A copy of the demo in ``folder``: its host given a default index (the cu128 stand-in
-    one, as a real host has PyPI or a mirror), the demo's uv in the runbook (``uv``), another
-    ssh target, more host env, and ``more`` runbook text."""
+    """A copy of the demo in ``folder``: its host's default index is the cu128 stand-in one
+    (the demo's runbook gives uv's, as a real host has PyPI or a mirror; pip's is added), the
+    demo's uv in the runbook unless not ``uv``, another ssh target, more host env, and
+    ``more`` runbook text."""
     shutil.copytree(source, folder, symlinks=True)
     demo = Demo(folder, clean_env(env))
-    host = {"UV_INDEX_URL": demo.cu128, "PIP_INDEX_URL": demo.cu128, **(host_env or {})}
+    host = {"PIP_INDEX_URL": demo.cu128, **(host_env or {})}
     extra = ", ".join(f'{k} = "{v}"' for k, v in host.items())
     runbook = demo.runbook.read_text().replace(str(source), str(folder))
+    assert f'UV_INDEX_URL = "{demo.cu128}"' in runbook and f'uv = "{find_uv()}"' in runbook
     runbook = runbook.replace("env = { UV_CACHE_DIR", f"env = {{ {extra}, UV_CACHE_DIR", 1)
-    if uv:
-        runbook = runbook.replace('ssh = "local"\n', f'ssh = "local"\nuv = "{find_uv()}"\n', 1)
+    if not uv:
+        runbook = runbook.replace(f'uv = "{find_uv()}"\n', "", 1)
     if ssh:
         runbook = runbook.replace('ssh = "local"', f'ssh = "{ssh}"', 1)
     demo.runbook.write_text(runbook + more)
@@ -140,6 +142,54 @@ def assert_rolled_back(demo: Demo, result: subprocess.CompletedProcess[bytes]) -
     return started
 
 
+def assert_shown_as_a_rollback(demo: Demo, started: StepStarted) -> None:
+    """The log, show, JSON, the web pages and the postmortem show the rollback as what it is,
+    linking the run whose packages it put back; the web offers each step's way back."""
+    target = started.rollback["run"]  # type: ignore[index]
+    count = len(started.rollback["packages"])  # type: ignore[index]
+    said = f"rollback to before:install-torch: the {count} packages before run {target}"
+    log = text(demo.run("log").stdout)
+    heading = next(line for line in log.splitlines() if f"run {started.run}" in line)
+    assert "] rollback on local: succeeded" in heading
+    assert said in log.split(heading, 1)[1].split("\n")[2]  # under its command
+    assert said in text(demo.run("show", started.run).stdout)
+    items = json.loads(demo.run("log", "--format", "json").stdout)["items"]
+    item = next(i for i in items if i.get("run") == started.run)
+    assert item["rollback"]["to"] == "before:install-torch" and item["rollback"]["run"] == target
+    # the postmortem: a rollback row linking its target's page
+    base = "https://journal.example:8443/ui"
+    out = demo.folder / "pm.md"
+    done = demo.run("export", "postmortem", "-o", str(out), "--base-url", base)
+    assert done.returncode in (0, 1), text(done.stderr)
+    link = f"[`{target}`]({base}/j/{JOURNAL}/run/{target})"
+    assert f"rollback to `before:install-torch` (the packages before run {link})" in (
+        out.read_text()
+    )
+    # the web: the timeline tags it and links the target; its page says what it put back
+    from journal.web import create_app
+
+    client = create_app({"DB": str(demo.db), "TESTING": True}).test_client()
+    page = client.get(f"/j/{JOURNAL}").get_data(as_text=True)
+    if 'class="story pending"' in page:  # a first page shown from the stored timeline
+        page = client.get(f"/j/{JOURNAL}").get_data(as_text=True)
+    item_html = page.split(f'id="run-{started.run}"', 1)[1].split("</li>", 1)[0]
+    assert '<span class="tag rollback">rollback</span>' in item_html
+    assert f'href="/j/{JOURNAL}/run/{target}">before:install-torch</a>' in item_html
+    own = client.get(f"/j/{JOURNAL}/run/{started.run}").get_data(as_text=True)
+    assert "<dt>rolls back to</dt>" in own and f'href="/j/{JOURNAL}/run/{target}"' in own
+    # every step run here offers the command that puts its host back before it, to copy
+    offered = client.get(f"/j/{JOURNAL}/run/{target}").get_data(as_text=True)
+    assert (
+        '<code id="rollback-command">journal rollback --to before:install-torch --host local'
+        "</code>" in offered
+    )
+    assert 'data-copy="rollback-command"' in offered
+    imported = next(i["run"] for i in items if i.get("imported"))
+    assert "rollback-command" not in client.get(f"/j/{JOURNAL}/run/{imported}").get_data(
+        as_text=True
+    )
+
+
 def test_rollback_before_install_torch_with_uv_restores_the_old_stack(
     demo_folder: Path, tmp_path: Path
 ) -> None:
@@ -152,6 +202,7 @@ def test_rollback_before_install_torch_with_uv_restores_the_old_stack(
         "--reinstall-package torch" in started.command and "torch==2.10.0+cu128" in started.command
     )
     assert b"rollback on local succeeded" in result.stderr
+    assert_shown_as_a_rollback(demo, started)
     # rolled back, the same rollback has nothing left to do (and says so, recorded)
     again = demo.run("rollback", "--to", "before:install-torch", "--dry-run", "--format", "json")
     plan = json.loads(again.stdout)["hosts"][0]

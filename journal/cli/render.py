@@ -10,7 +10,14 @@ import json
 from dataclasses import dataclass, field
 
 # Re-exported: the CLI's views and its callers write values as the web and exports do.
-from journal.display import figure, first_line, plural, seconds, when  # noqa: F401
+from journal.display import (  # noqa: F401
+    figure,
+    first_line,
+    plural,
+    rollback_text,
+    seconds,
+    when,
+)
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
 
@@ -114,6 +121,8 @@ def run_line(run: StepRunView, command: bool = True, judged: Judged | None = Non
         line += f"  open error: {', '.join(errors)}"
     if command:
         line += f"\n{PAD}$ {first_line(run.command)}"
+    if run.rollback:
+        line += f"\n{PAD}{rollback_text(run.rollback)}"
     if run.reason:
         line += f"\n{PAD}{run.reason}"
     line = visible(line)
@@ -416,6 +425,7 @@ def run_json(run: StepRunView, judged: Judged) -> dict:
         "status": judged.status(run),
         "recorded_status": run.status,
         **_fields(run, "exit_code", "duration", "started", "finished", "reason", "imported"),
+        "rollback": run.rollback,
         "open_errors": judged.errors(run),
         "packages": None
         if diff is None
@@ -462,6 +472,8 @@ def show_text(run: StepRunView, judged: Judged) -> str:
     ]
     if run.reason:
         lines.append(f"  reason:   {run.reason}")
+    if run.rollback:
+        lines.append(f"  {rollback_text(run.rollback)}")
     if run.imported:
         lines.append("  imported from a transcript")
     errors = judged.errors(run)

@@ -41,10 +41,14 @@ RUNBOOK = """\
 [journal]
 name = "cuda13-demo"
 
+# The host's default index is the stand-in cu128 index the old stack came from (as a real
+# host's pip.conf or UV_INDEX_URL names its mirror): `journal rollback` finds the old wheels
+# there, since no recorded install brought them.
 [hosts.local]
 ssh = "local"
 python = "{py}"
-env = {{ UV_CACHE_DIR = "{root}/uv-cache", UV_NO_CONFIG = "1", UV_PYTHON_DOWNLOADS = "never" }}
+uv = "{uv}"
+env = {{ UV_CACHE_DIR = "{root}/uv-cache", UV_NO_CONFIG = "1", UV_PYTHON_DOWNLOADS = "never", UV_INDEX_URL = "{cu128}" }}
 
 # The stand-in torch answers torch.cuda.nccl.version() but ships no libnccl, so the probe
 # asks torch itself (on a real GPU host the default reads the library, seconds faster).
@@ -183,6 +187,7 @@ def prepare(root: Path) -> Path:
         uv=uv,
         py=py,
         cu130=indexes["cu130"].as_uri(),
+        cu128=indexes["cu128"].as_uri(),
         verify=VERIFY.format(py=py),
         matmul=MATMUL,
         samples=SAMPLES,
@@ -229,6 +234,14 @@ def run_demo(root: Path, ctx: Context) -> int:
     timeline = current_timeline(ctx.store, runbook.name)
     print()
     print(render.timeline_text(timeline))
+    print()
+    # The way back, planned but not taken: what `journal rollback` would do.
+    from journal.cli.rollback import plan_lines
+    from journal.service.rollback import plan
+
+    print("$ journal rollback --to before:install-torch --dry-run")
+    for host_plan in plan(ctx.store, runbook, "before:install-torch", []):
+        print("\n".join(plan_lines(host_plan)))
     print()
     me = Path(sys.argv[0])
     command = os.path.relpath(me) if me.name == "journal" else "journal"

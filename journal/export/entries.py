@@ -8,7 +8,7 @@ gave no times.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -49,11 +49,30 @@ def note_dict(note: NoteView) -> dict[str, Any]:
     }
 
 
-def entry(item: Any, start: str | None, by_run: Mapping[str, list[Finding]]) -> dict[str, Any]:
-    """One timeline item as the document carries it."""
+def entry(
+    item: Any,
+    start: str | None,
+    by_run: Mapping[str, list[Finding]],
+    link: Callable[[str], str | None] = lambda run: None,
+) -> dict[str, Any]:
+    """One timeline item as the document carries it; ``link`` gives a run's page (a rollback
+    links the run whose packages it put back)."""
     if isinstance(item, StepRunView):
         return {
-            "kind": "benchmark" if item.benchmark is not None or item.metrics else "step",
+            "kind": "rollback"
+            if item.rollback
+            else "benchmark"
+            if item.benchmark is not None or item.metrics
+            else "step",
+            "rollback": None
+            if not item.rollback
+            else {
+                "to": item.rollback.get("to"),
+                "run": item.rollback.get("run"),
+                "phase": item.rollback.get("phase"),
+                "packages": len(item.rollback.get("packages") or {}),
+                "url": link(item.rollback.get("run") or ""),
+            },
             "seq": item.seq,
             "time": item.started,
             "elapsed": elapsed(start, item.started),

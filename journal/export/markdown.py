@@ -258,6 +258,13 @@ def _timeline(doc: dict[str, Any]) -> list[str]:
         kind = entry["kind"]
         if kind in ("step", "benchmark"):
             about = f"{kind} {code(entry['step'])}"
+        elif kind == "rollback":
+            back = entry["rollback"]
+            target = code(back["run"])
+            if back["url"]:
+                target = f"[{target}]({back['url']})"
+            side = "before" if back["phase"] == "before" else "after"
+            about = f"rollback to {code(back['to'])} (the packages {side} run {target})"
         else:
             about = text(what(entry))
         rows.append(

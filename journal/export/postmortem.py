@@ -163,7 +163,10 @@ def build(
             }
             for c in (charts_of(timeline) if charts is None else charts)
         ],
-        "timeline": [entry(item, start, by_run) for item in timeline.items],
+        "timeline": [
+            entry(item, start, by_run, lambda run: run_url(base_url, timeline.journal, run))
+            for item in timeline.items
+        ],
         "changes": changed,
         "pitfalls": [pitfall_dict(f, timeline) for f in findings],
         "root_causes": [note_dict(n) for n in notes if "root-cause" in n.tags],

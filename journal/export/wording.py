@@ -86,6 +86,10 @@ def what(entry: dict[str, Any]) -> str:
     kind = entry["kind"]
     if kind in ("step", "benchmark"):
         return f"{kind} {entry['step']}"
+    if kind == "rollback":
+        back = entry["rollback"]
+        side = "before" if back["phase"] == "before" else "after"
+        return f"rollback to {back['to']} (the packages {side} run {back['run']})"
     if kind == "note":
         tags = f" [{', '.join(entry['tags'])}]" if entry["tags"] else ""
         return f"note{tags}"

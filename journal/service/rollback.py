@@ -33,7 +33,7 @@ from journal.redact import MASK, Redactor
 from journal.runbook import Host, Runbook, Step
 from journal.service.checks import HostChecks
 from journal.service.fleet import FleetRun, Schedule
-from journal.service.runs import find_run
+from journal.service.runs import find_run, latest_attempt, latest_run, rollback_runs
 from journal.service.steps import (
     StepRun,
     StepWatch,
@@ -52,8 +52,6 @@ STEP = "rollback"
 KEEP = ("pip",)
 #: Installers whose packages a rollback replaces as their own.
 OWN = frozenset({"pip", "uv"})
-#: Statuses of a try that a later try of the same step retried.
-FAILED = frozenset({"failed", "timed-out", "interrupted", "lost"})
 #: The first pip with `pip install --dry-run`.
 PIP_DRY_RUN = "22.2"
 #: Seconds a planning command (uv lookup, a dry run) may take on a host.
@@ -327,19 +325,15 @@ def _step_target(
     timeline: Timeline, runbook: Runbook, to: str, step: str, phase: str, host: str
 ) -> Target:
     _reachable(runbook, host, to)
-    runs = [
-        r for r in timeline.step_runs() if r.host == host and not r.imported and r.benchmark is None
-    ]
-    index = next((i for i in range(len(runs) - 1, -1, -1) if runs[i].step == step), None)
+    runs = rollback_runs(timeline.step_runs(), host)
+    # before:STEP: before the first of the failed tries right before the latest (a retried
+    # failure); STEP: its latest run
+    index = latest_attempt(runs, step) if phase == "before" else latest_run(runs, step)
     if index is None:
         raise BadInput(
             f"{to}: {step} never ran on {host}, so there is no package set of it to roll {host} "
             "back to; name the hosts it ran on (`journal log --step " + step + "`)"
         )
-    if phase == "before":
-        # a retried failure: before the first of the failed tries right before the latest
-        while index > 0 and runs[index - 1].step == step and runs[index - 1].status in FAILED:
-            index -= 1
     return _target(runs[index], to, phase)
 
 

@@ -10,6 +10,7 @@ run's summary as it ended), which a running step's page follows.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -22,6 +23,7 @@ from journal.pitfalls.base import Finding
 from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
 from journal.recorder import decode
+from journal.service.runs import latest_attempt, rollback_runs
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
 from journal.web.sse import after_seq, event_stream, message
 from journal.web.state import JournalState, journal_or_404, store
@@ -92,8 +94,22 @@ def _summary_context(state: JournalState, run: StepRunView) -> dict[str, Any]:
         "findings": state.findings_of(run_id),
         "elsewhere": elsewhere,
         "runs": state.timeline.runs,
+        "rollback_command": rollback_command(list(state.timeline.runs.values()), run),
         **_neighbours(state, run),
     }
+
+
+def rollback_command(runs: list[StepRunView], run: StepRunView) -> str | None:
+    """The `journal rollback` that puts the run's host back to its packages before it (the
+    page offers it to copy; the UI itself changes nothing): ``before:STEP`` when that names
+    this run (the first try of the step's latest attempt on the host), else ``before:RUN``.
+    None for a run with no snapshot before it, an imported or a benchmark run."""
+    if run.imported or run.benchmark is not None or "before" not in run.snapshots:
+        return None
+    mine = rollback_runs(runs, run.host)
+    at = latest_attempt(mine, run.step)
+    to = run.step if at is not None and mine[at].run_id == run.run_id else run.run_id
+    return f"journal rollback --to {shlex.quote('before:' + to)} --host {shlex.quote(run.host)}"
 
 
 def _neighbours(state: JournalState, run: StepRunView) -> dict[str, StepRunView | None]:
