@@ -115,3 +115,26 @@ def test_readme_screenshots_are_taken_at_1400_px(
         data = shot.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         assert int.from_bytes(data[16:20], "big") == WIDTH
+
+
+def test_a_run_page_offers_its_way_back_to_copy(browser: Browser, url: str) -> None:
+    """The install-torch run's page: a folded offer of the rollback command that puts the host
+    back before it; its copy button puts exactly that command on the clipboard."""
+    page = _page(browser, viewport={"width": 1200, "height": 800})
+    try:
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+        page.goto(f"{url}/j/{DEMO}")
+        page.locator("#story:not(.pending)").wait_for()
+        page.locator("#timeline-list a.step", has_text="install-torch").first.click()
+        offer = page.locator("details.rollback-offer")
+        command = page.locator("#rollback-command")
+        assert not command.is_visible()  # folded until asked for
+        offer.locator("summary").click()
+        assert command.inner_text() == "journal rollback --to before:install-torch --host local"
+        button = offer.locator("button.copy")
+        button.click()
+        page.locator("button.copy.copied").wait_for()
+        assert button.inner_text() == "copied"
+        assert page.evaluate("navigator.clipboard.readText()") == command.inner_text()
+    finally:
+        page.context.close()
