@@ -64,7 +64,8 @@ class StepStarted(Event):
     ``redactions`` says what kind of secret was removed from which field, never the value.
     ``pid`` and ``machine`` identify the recording process, so a reader can tell a step that
     is still running from one whose recorder died (shown as interrupted). A rollback run is a
-    step run named ``rollback`` whose ``rollback`` names its target set.
+    step run named ``rollback`` whose ``rollback`` names its target set. A command typed in
+    `journal shell` is a step run with ``interactive`` set (its step named after the command).
     """
 
     type: ClassVar[str] = "StepStarted"
@@ -90,6 +91,8 @@ class StepStarted(Event):
     #: snapshot is the target, "phase": "before" or "after", "packages": {normalised name:
     #: version}}``, the target set its after-snapshot must equal; None for any other run
     rollback: dict[str, Any] | None = None
+    #: a command typed in `journal shell` (a step run of kind interactive), not a runbook step
+    interactive: bool = False
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rollback.add_parser(sub, command, _host_options)
     db.add_parser(sub, command)
+    from journal.cli import shell
+
+    shell.add_parser(sub, command)
     return parser
 
 

@@ -121,6 +121,8 @@ class StepRunView:
     #: a rollback run's target (``StepStarted.rollback``): the --to text, the run whose
     #: snapshot it is, the phase and the packages; None for any other run
     rollback: dict[str, Any] | None = None
+    #: a command typed in `journal shell` (``StepStarted.interactive``)
+    interactive: bool = False
     _diff: tuple[tuple[int, int], PackageDiff] | None = field(
         default=None, repr=False, compare=False
     )
@@ -218,6 +220,7 @@ def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
         redactions=list(event.redactions),
         benchmark=event.benchmark,
         rollback=event.rollback,
+        interactive=event.interactive,
     )
     state.runs[event.run] = view
     if event.imported and event.at:

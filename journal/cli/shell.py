@@ -1,0 +1,252 @@
+"""`journal shell [--host H] [--probe torch-env] [--note TEXT]`: an interactive shell on a
+runbook host, passed through untouched (raw mode, window resizes, Ctrl-C/Ctrl-Z/Ctrl-D as
+bytes to the shell, full-screen programs), and recorded command by command
+(:mod:`journal.service.shell`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import select
+import shutil
+import signal
+import sys
+import termios
+import tty
+from pathlib import Path
+from typing import Any
+
+from journal.cli.context import Context
+from journal.errors import BadInput
+from journal.runbook import Host, Runbook
+
+#: How often the loop wakes with nothing to read, to store a quiet command's output on time.
+TICK_S = 0.2
+COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "info": "\x1b[36m"}
+RESET = "\x1b[0m"
+
+
+def add_parser(sub: Any, command: Any) -> None:
+    """The `shell` command (``command`` is the parser's helper)."""
+    p = command(
+        "shell",
+        shell,
+        "open an interactive shell on a runbook host, recording each command as a step run "
+        "(kind interactive), judged as it goes",
+    )
+    p.add_argument("--host", metavar="H", help="the runbook host (default: the only one)")
+    p.add_argument(
+        "--probe",
+        metavar="NAME",
+        help="run this probe (e.g. torch-env) after each command that installs or removes "
+        "Python packages",
+    )
+    p.add_argument("--note", metavar="TEXT", help="record this note as the session opens")
+    p.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="accept (and record) an SSH host key not yet in known_hosts",
+    )
+
+
+def pick_host(runbook: Runbook, name: str | None) -> Host:
+    if name:
+        return runbook.host(name)
+    if len(runbook.hosts) == 1:
+        return next(iter(runbook.hosts.values()))
+    if not runbook.hosts:
+        raise BadInput(f"{runbook.path} names no host: add one under [hosts.NAME]")
+    raise BadInput(f"name the host with --host: one of {', '.join(sorted(runbook.hosts))}")
+
+
+def shell(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    host = pick_host(runbook, args.host)
+    if args.probe and args.probe not in runbook.probes:
+        raise BadInput(f"no probe named {args.probe!r}: one of {', '.join(sorted(runbook.probes))}")
+    if args.note is not None and not args.note.strip():
+        raise BadInput("the note is empty")
+    if not os.isatty(0):
+        raise BadInput("journal shell needs a terminal on its standard input")
+    from journal.service.shell import ShellSession
+    from journal.service.steps import connect, ensure_opened
+    from journal.transport import transport_for
+
+    store = ctx.store
+    ensure_opened(store, runbook)
+    transport = transport_for(host, accept_new_host_key=args.accept_new_host_key)
+    error = connect(transport, host, lambda events: store.append(runbook.name, events))
+    if error:
+        print(f"journal: {host.name}: {error}", file=sys.stderr)
+        return 255
+    session = ShellSession(store, runbook, host, transport, probe=args.probe)
+    try:
+        term = open_terminal(ctx, runbook, host, transport)
+        if args.note:
+            session.add_note(args.note)
+        print(
+            f"journal: recording a shell on {host.name} in {runbook.name} "
+            "(each command a step run; exit to end)",
+            file=sys.stderr,
+        )
+        from journal.service.heartbeat import heartbeat
+
+        with heartbeat(store, runbook.name):
+            status = relay(term, session)
+    finally:
+        transport.close()
+    n = len(session.runs)
+    print(
+        f"journal: shell on {host.name} ended; {n} command{'s' if n != 1 else ''} recorded",
+        file=sys.stderr,
+    )
+    return status if status is not None and status >= 0 else 0
+
+
+def open_terminal(ctx: Context, runbook: Runbook, host: Host, transport: Any) -> Any:
+    from journal.service.shell import bash_rc, remote_command
+    from journal.transport.interactive import LocalTerminal, SshTerminal, window_size
+
+    size = window_size(0)
+    term = os.environ.get("TERM") or "xterm-256color"
+    exports = dict(host.env)
+    exports["JOURNAL_SHELL"] = host.name
+    if host.is_local:
+        # the inner `journal` (journal note …) finds the same database and runbook
+        db = ctx.db
+        if "://" not in db:
+            db = str(Path(db).resolve())
+        exports["JOURNAL_DB"] = db
+        exports["JOURNAL_RUNBOOK"] = str(Path(runbook.path).resolve())
+        bash = shutil.which("bash") or "/bin/bash"
+        env = {**os.environ, "TERM": term}
+        rc = bash_rc(exports, remote=False, journal=[sys.executable, "-m", "journal"])
+        return LocalTerminal([bash, "--rcfile", "{rc}", "-i"], env, size, rc)
+    return SshTerminal(transport, remote_command(bash_rc(exports, remote=True)), term, size)
+
+
+class _Screen:
+    """Our terminal's output: what the shell printed, and journal's own lines between."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.last = b"\n"
+        self.colour = os.environ.get("NO_COLOR") is None
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        self.last = data[-1:]
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                select.select([], [self.fd], [], 1.0)
+
+    def lines(self, lines: list[tuple[str, str]]) -> None:
+        """journal's lines, each on a line of its own, before the next prompt."""
+        if not lines:
+            return
+        out = "" if self.last in (b"\n",) else "\r\n"
+        for severity, text in lines:
+            text = " ".join(text.split())
+            if self.colour:
+                out += f"{COLOURS.get(severity, '')}journal: {text}{RESET}\r\n"
+            else:
+                out += f"journal: {text}\r\n"
+        self.write(out.encode("utf-8", "replace"))
+
+
+def relay(term: Any, session: Any) -> int | None:
+    """Pass the terminal through until the shell ends; record as the marks say."""
+    from journal.service.shell import ACK, Mark, Marks
+
+    marks = Marks()
+    screen = _Screen(1)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+
+    def on_winch(signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.write(wake_w, b"w")
+
+    old_winch = signal.signal(signal.SIGWINCH, on_winch)
+    saved = None
+    with contextlib.suppress(termios.error):
+        saved = termios.tcgetattr(0)
+        tty.setraw(0)
+    reason = "the session ended while it ran"
+    by_itself = False  # the shell ended (exit, Ctrl-D), not journal nor the connection
+    try:
+        shell_fd = term.fileno()
+        while True:
+            ready, _, _ = select.select([0, shell_fd, wake_r], [], [], TICK_S)
+            if wake_r in ready:
+                with contextlib.suppress(OSError):
+                    os.read(wake_r, 1024)
+                from journal.transport.interactive import window_size
+
+                term.resize(*window_size(0))
+            if 0 in ready:
+                data = os.read(0, 65536)
+                if not data:
+                    reason = "journal's terminal closed while it ran"
+                    break
+                term.write(data)
+            if shell_fd in ready:
+                data = term.read()
+                if not data:
+                    reason = term.why_gone()
+                    by_itself = reason == "the shell ended while it ran"
+                    break
+                for piece in marks.feed(data):
+                    if isinstance(piece, Mark):
+                        _on_mark(piece, term, session, screen, ACK)
+                    else:
+                        session.output(piece)
+                        screen.write(piece)
+            session.tick()
+    except BaseException as exc:  # SIGHUP, SIGTERM (journal's own stop), a store error
+        reason = f"journal stopped while it ran ({type(exc).__name__})"
+        raise
+    finally:
+        if saved is not None:
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(0, termios.TCSAFLUSH, saved)
+        signal.signal(signal.SIGWINCH, old_winch)
+        with contextlib.suppress(OSError):
+            screen.write(marks.rest())
+        status = None
+        try:
+            status = term.close()
+        finally:
+            os.close(wake_r)
+            os.close(wake_w)
+            session.close(reason, status if by_itself else None)
+    return status
+
+
+def _on_mark(mark: Any, term: Any, session: Any, screen: _Screen, ack: bytes) -> None:
+    if mark.kind == "C":
+        command, cwd = mark.text(0), mark.text(1)
+        try:
+            session.started(command, cwd)
+        finally:
+            if mark.fields[2:3] == ("1",):
+                term.write(ack)  # the hook waits for it: the command goes on now
+    elif mark.kind == "P":
+        try:
+            code = int(mark.fields[0])
+        except (IndexError, ValueError):
+            code = None
+        if session.running is not None:
+            lines = session.ended(code, mark.text(1)) if code is not None else []
+            if code is None:
+                session.close("its end mark was unreadable")
+            screen.lines(lines)
+    elif mark.kind == "N":
+        said = session.note(mark.text(0).split("\x1f")[:-1] or [mark.text(0)])
+        screen.lines([("info", said)])

@@ -1,0 +1,190 @@
+"""Interactive shells with a terminal for `journal shell`: a local pseudo-terminal, or a
+channel with a pty on the SSH connection the transport opened (the same connection code,
+host keys and ``~/.ssh/config`` as every step)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import pty
+import signal
+import struct
+import tempfile
+import termios
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from journal.transport.ssh import SshTransport
+
+READ_SIZE = 64 * 1024
+
+
+def window_size(fd: int) -> tuple[int, int]:
+    """(rows, columns) of the terminal on ``fd``; 24×80 when it says none."""
+    try:
+        rows, cols, _, _ = struct.unpack("HHHH", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))
+    except OSError:
+        return 24, 80
+    return (rows or 24), (cols or 80)
+
+
+def set_window_size(fd: int, rows: int, cols: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+class Terminal(ABC):
+    """A shell with a terminal: bytes in, bytes out, a size, an exit status."""
+
+    @abstractmethod
+    def fileno(self) -> int: ...
+
+    @abstractmethod
+    def read(self) -> bytes:
+        """What the shell printed; b'' once it is gone."""
+
+    @abstractmethod
+    def write(self, data: bytes) -> None: ...
+
+    @abstractmethod
+    def resize(self, rows: int, cols: int) -> None: ...
+
+    @abstractmethod
+    def close(self) -> int | None:
+        """End it (if it is not over); its exit status where known."""
+
+    def why_gone(self) -> str:
+        """What ended it, for a command still running then."""
+        return "the shell ended while it ran"
+
+
+class LocalTerminal(Terminal):
+    """A shell on this machine in a pseudo-terminal of its own."""
+
+    def __init__(
+        self, argv: list[str], env: Mapping[str, str], size: tuple[int, int], rc: str
+    ) -> None:
+        fd, self.rc_path = tempfile.mkstemp(prefix="journal-shell-", suffix=".rc")
+        with os.fdopen(fd, "w") as out:
+            out.write(rc)
+        argv = [a.replace("{rc}", self.rc_path) for a in argv]
+        packed = struct.pack("HHHH", size[0], size[1], 0, 0)
+        pid, self.fd = pty.fork()
+        if pid == 0:  # the child: its size first (readline reads it as it starts), then bash
+            try:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, packed)
+                os.execvpe(argv[0], argv, dict(env))
+            finally:
+                os._exit(127)
+        self.pid = pid
+        self.status: int | None = None
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def read(self) -> bytes:
+        try:
+            return os.read(self.fd, READ_SIZE)
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EBADF):
+                return b""  # the shell and every process of its terminal are gone
+            raise
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                time.sleep(0.001)
+            except OSError:
+                return  # gone: reading says so
+
+    def resize(self, rows: int, cols: int) -> None:
+        with contextlib.suppress(OSError):
+            set_window_size(self.fd, rows, cols)  # the kernel sends SIGWINCH to the shell
+
+    def close(self) -> int | None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.rc_path)  # bash removes it as it starts; not if it never did
+        if self.status is None:
+            self.status = self._wait(0.2)
+        if self.status is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGHUP)  # as a terminal closing does
+            self.status = self._wait(2.0)
+        if self.status is None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            self.status = self._wait(2.0)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        return self.status
+
+    def _wait(self, seconds: float) -> int | None:
+        end = time.monotonic() + seconds
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return -1
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() >= end:
+                return None
+            time.sleep(0.01)
+
+
+class SshTerminal(Terminal):
+    """A shell on an SSH host: a session channel with a pty on the transport's connection."""
+
+    def __init__(
+        self, transport: SshTransport, command: str, term: str, size: tuple[int, int]
+    ) -> None:
+        self.transport = transport
+        conn = transport.conn
+        conn.transport.set_keepalive(15)
+        self.chan = conn.create_session()
+        self.chan.get_pty(term=term, width=size[1], height=size[0])
+        self.chan.exec_command(command)
+        self.lost = False
+
+    def fileno(self) -> int:
+        return self.chan.fileno()
+
+    def read(self) -> bytes:
+        import paramiko
+
+        try:
+            data = self.chan.recv(READ_SIZE)
+        except (OSError, EOFError, paramiko.SSHException):
+            data = b""
+        if not data:
+            self.lost = not self.chan.exit_status_ready()
+        return data
+
+    def write(self, data: bytes) -> None:
+        import paramiko
+
+        with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+            self.chan.sendall(data)
+
+    def resize(self, rows: int, cols: int) -> None:
+        import paramiko
+
+        with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+            self.chan.resize_pty(width=cols, height=rows)
+
+    def close(self) -> int | None:
+        status = self.chan.exit_status if self.chan.exit_status_ready() else None
+        self.chan.close()
+        return None if status == -1 else status
+
+    def why_gone(self) -> str:
+        if self.lost:
+            return f"the connection to {self.transport.target} was lost while it ran"
+        return "the shell ended while it ran"
