@@ -287,6 +287,35 @@ class StepReattached(Event):
     offsets: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class NotificationSent(Event):
+    """One attempt to deliver a notification to a ``[notify.NAME]`` webhook (``channel``):
+    ``delivered`` or not, with the ``reason`` (the HTTP status, a timeout, a refused
+    connection), the ``attempt`` (1, 2, … of ``attempts``) and how long it took (``seconds``).
+
+    ``trigger`` is what it told of (``step-failed``, ``finding``, ``plan-finished``,
+    ``drift``, ``rollback``, ``test``) and ``subject`` which one (a finding's key, a plan
+    run); ``run`` and ``host_name`` the step run and host it is about, where there is one.
+    ``url`` is the webhook's scheme and host only: its path is a secret and never stored.
+    """
+
+    type: ClassVar[str] = "NotificationSent"
+
+    channel: str
+    trigger: str
+    url: str
+    format: str
+    delivered: bool
+    attempt: int
+    attempts: int
+    seconds: float
+    status: int | None = None
+    reason: str | None = None
+    subject: str | None = None
+    run: str | None = None
+    host_name: str | None = None
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -304,5 +333,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PitfallAcknowledged,
         PitfallUnacknowledged,
         TranscriptImported,
+        NotificationSent,
     )
 }

@@ -14,6 +14,7 @@ import sys
 from journal import __version__
 from journal.cli import commands, metrics, pitfalls, serve
 from journal.cli.context import Context, default_db, default_runbook
+from journal.cli.notify import base_url_option
 from journal.errors import BadInput
 
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`journal attach`) instead of stopping it",
     )
     _host_options(p, schedule=True)
+    base_url_option(p)
     p = command(
         "probe", commands.run_probe, "run a probe on the hosts and record it", parent=run_sub
     )
@@ -96,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hosts (then `journal attach`) instead of stopping it",
     )
     _host_options(p, schedule=True, plan=True)
+    base_url_option(p)
 
     p = command(
         "bench", metrics.run_bench, "run a benchmark and record its figures", parent=run_sub
@@ -236,10 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     command("rebuild", commands.rebuild, "replay every event into the projections")
     p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")
     p.add_argument("dir", nargs="?", default="demo", help="folder for the demo (default: ./demo)")
-    from journal.cli import db, rollback
+    from journal.cli import db, notify, rollback
 
-    rollback.add_parser(sub, command, _host_options)
+    rollback.add_parser(sub, command, _host_options, base_url_option)
     db.add_parser(sub, command)
+    notify.add_parser(sub, command, _Parser, sub_globals)
     from journal.cli import shell
 
     shell.add_parser(sub, command)

@@ -71,15 +71,25 @@ def schedule_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return Schedule(parallel, rolling)
 
 
+def base_url_of(args: argparse.Namespace) -> str | None:
+    """``--base-url``, checked (None: the runbook's ``[journal] base_url``, if any)."""
+    from journal.cli.export import _base_url
+
+    given = getattr(args, "base_url", None)
+    return _base_url(given) if given else None
+
+
 def run_step(ctx: Context, args: argparse.Namespace) -> int:
     runbook = ctx.runbook
     step = runbook.step(args.name)
     hosts = runbook.hosts_for(step, args.host, args.all_hosts, args.group)
     schedule = schedule_of(args)
+    base_url = base_url_of(args)
     from journal.cli.live import echo_for, fleet_report
     from journal.service.steps import ensure_opened, exit_status, run_step_fleet
 
     ensure_opened(ctx.store, runbook)
+    notifier = ctx.notifier(base_url)
     echo = echo_for(len(hosts))
     from journal.service.attach import attach_lost
 
@@ -99,11 +109,12 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
         accept_new_host_key=args.accept_new_host_key,
         schedule=schedule,
         detach=args.detach,
+        notifier=notifier,
     )
     runs = fleet.results
     for line in fleet_report(fleet, echo, render.verdict, lambda run: not run.outcome.ok):
         print(line, file=sys.stderr)
-    say_findings(ctx.store, runbook.name, [run.run_id for run in runs])
+    say_findings(ctx.store, runbook.name, [run.run_id for run in runs], notifier)
     if not fleet.complete:
         return 130
     return exit_status(runs)
@@ -185,12 +196,15 @@ def run_probe(ctx: Context, args: argparse.Namespace) -> int:
     return 1 if any(run.error or run.failed for run in runs) else 0
 
 
-def say_findings(store, journal: str, runs: list[str]) -> None:  # type: ignore[no-untyped-def]
-    """The run-time verdict: each finding about these runs, one line with id and advice."""
+def say_findings(  # type: ignore[no-untyped-def]
+    store, journal: str, runs: list[str], notifier=None
+) -> None:
+    """The run-time verdict: each finding about these runs, one line with id and advice
+    (told to ``notifier`` too)."""
     from journal.cli.pitfalls import one_line
     from journal.service.findings import findings_for_runs
 
-    for found in findings_for_runs(store, journal, runs):
+    for found in findings_for_runs(store, journal, runs, notifier):
         print(f"journal: {one_line(found)}", file=sys.stderr)
 
 
@@ -205,6 +219,7 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
             raise BadInput(f"--to {args.to_step} comes before --from {args.from_step} in the plan")
     chosen = runbook.chosen(args.host, args.group, args.all_hosts)
     schedule = schedule_of(args)
+    base_url = base_url_of(args)
     from journal.cli.live import echo_for
     from journal.cli.plan import run_plan as run_plan_service
     from journal.service.attach import attach_lost
@@ -230,6 +245,7 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
         schedule=schedule,
         echo_for=echo_for,
         detach=args.detach,
+        notifier=ctx.notifier(base_url),
     )
 
 

@@ -12,6 +12,7 @@ from journal.errors import BadInput
 from journal.runbook import Runbook, load
 
 if TYPE_CHECKING:
+    from journal.notify import Notifier
     from journal.store import EventStore
 
 
@@ -25,6 +26,7 @@ class Context:
     db_given: bool = True
     _store: EventStore | None = field(default=None, repr=False)
     _runbook: Runbook | None = field(default=None, repr=False)
+    _notifier: Notifier | None = field(default=None, repr=False)
 
     @property
     def store(self) -> EventStore:
@@ -110,7 +112,22 @@ class Context:
                 "or name one with --db (env JOURNAL_DB)"
             )
 
+    def notifier(self, base_url: str | None = None) -> Notifier:
+        """What tells the runbook's ``[notify.NAME]`` webhooks (nothing, without any); links
+        go under ``base_url`` (``--base-url``), else the runbook's ``[journal] base_url``.
+        :meth:`close` waits a bounded time for what it is still sending."""
+        if self._notifier is None:
+            from journal.notify import Notifier, Webhooks
+
+            runbook = self.runbook
+            self._notifier = (
+                Webhooks(self.store, runbook, base_url) if runbook.notify else Notifier()
+            )
+        return self._notifier
+
     def close(self) -> None:
+        if self._notifier is not None:
+            self._notifier.close()  # after the command's work is recorded, at most a while
         if self._store is not None:
             self._store.close()
 

@@ -45,9 +45,18 @@ def add_parser(sub: Any, command: Any) -> None:
     )
     p.add_argument("--group", metavar="NAME", help="only this group of the runbook's [groups]")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="where `journal serve` answers: a drift notification links to its Hosts page "
+        "(default: the runbook's [journal] base_url)",
+    )
 
 
 def drift(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.cli.commands import base_url_of
+
+    base_url = base_url_of(args)
     journal = ctx.read_journal()
     ctx.require_db()
     readings = fold(journal, ctx.store.read(journal, types=EVENT_TYPES))
@@ -77,6 +86,10 @@ def drift(ctx: Context, args: argparse.Namespace) -> int:
         print(json.dumps(as_json(report), indent=2, ensure_ascii=False))
     else:
         print(visible(text(report)))  # the values were read on the hosts
+    if report.drifts and ctx.has_runbook() and ctx.runbook.name == journal:
+        drifting = [g for g in report.groups if g.divergences()]
+        lines = [sentence(row, host) for g in drifting for row, host in g.divergences()]
+        ctx.notifier(base_url).drifted([g.name for g in drifting], lines)
     return 1 if report.drifts else 0
 
 

@@ -14,7 +14,7 @@ from journal.errors import BadInput
 from journal.terminal import visible
 
 
-def add_parser(sub: Any, command: Any, host_options: Any) -> None:
+def add_parser(sub: Any, command: Any, host_options: Any, base_url_option: Any) -> None:
     """The `rollback` command (``command`` and ``host_options`` are the parser's helpers)."""
     p = command(
         "rollback",
@@ -50,6 +50,7 @@ def add_parser(sub: Any, command: Any, host_options: Any) -> None:
         "`journal attach`) instead of stopping it",
     )
     host_options(p, schedule=True)
+    base_url_option(p)
 
 
 def rollback(ctx: Context, args: argparse.Namespace) -> int:
@@ -60,9 +61,10 @@ def rollback(ctx: Context, args: argparse.Namespace) -> int:
         )
     runbook = ctx.runbook
     ctx.require_db()
-    from journal.cli.commands import say_findings, schedule_of
+    from journal.cli.commands import base_url_of, say_findings, schedule_of
 
     schedule = schedule_of(args)
+    base_url = base_url_of(args)
     hosts = runbook.chosen(args.host, args.group, args.all_hosts)
     from journal.service import rollback as service
 
@@ -106,6 +108,7 @@ def rollback(ctx: Context, args: argparse.Namespace) -> int:
     for plan in plans:
         print(visible("\n".join(plan_lines(plan, command=False))), file=sys.stderr)
     echo = echo_for(len(plans))
+    notifier = ctx.notifier(base_url)
     fleet = service.run_rollback(
         ctx.store,
         runbook,
@@ -114,12 +117,13 @@ def rollback(ctx: Context, args: argparse.Namespace) -> int:
         accept_new_host_key=args.accept_new_host_key,
         schedule=schedule,
         detach=args.detach,
+        notifier=notifier,
     )
     runs = fleet.results
     for line in fleet_report(fleet, echo, verdict, lambda run: not run.outcome.ok):
         print(line, file=sys.stderr)
     ids = [run.run_id for run in runs]
-    say_findings(ctx.store, runbook.name, ids)
+    say_findings(ctx.store, runbook.name, ids, notifier)
     if not fleet.complete:
         return 130
     code = exit_status(runs)

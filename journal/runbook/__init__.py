@@ -20,6 +20,7 @@ from journal.errors import BadInput
 from journal.probes import ProbeSpec
 from journal.runbook.benchmarks import benchmark_specs
 from journal.runbook.checker import NAME, NAME_RULE, _Checker, _kind, suggest
+from journal.runbook.notify import NotifySpec, notify_specs
 from journal.runbook.probes import probe_specs
 from journal.runbook.template import TEMPLATE
 
@@ -29,8 +30,8 @@ SSH_TARGET = re.compile(
     r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
 )
 
-TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups"}
-JOURNAL_KEYS = {"name", "redact", "description"}
+TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups", "notify"}
+JOURNAL_KEYS = {"name", "redact", "description", "base_url"}
 HOST_KEYS = {"ssh", "python", "env", "accept_new_host_key", "description", "uv"}
 STEP_KEYS = {
     "name",
@@ -104,6 +105,10 @@ class Runbook:
     benchmarks: dict[str, BenchmarkSpec] = field(default_factory=dict)
     text: str = ""
     groups: dict[str, list[str]] = field(default_factory=dict)
+    #: the ``[notify.NAME]`` webhooks (their URLs are among ``redact``)
+    notify: dict[str, NotifySpec] = field(default_factory=dict)
+    #: ``[journal] base_url``: where `journal serve` answers, for links to its run pages
+    base_url: str | None = None
 
     @property
     def plan(self) -> list[str]:
@@ -283,7 +288,30 @@ def _parse(text: str, path: Path) -> Runbook:
                 f"a step is also named {bench!r}: give the benchmark its own name, so the "
                 "timeline and `journal status` can tell them apart",
             )
-    return Runbook(path, name, hosts, steps, redact, probes, benchmarks, text, groups)
+    notify = notify_specs(check.table(data.get("notify", {}), "notify"), list(hosts), groups, check)
+    # a webhook's URL is a secret: masked in every event, as the values of `redact` are
+    redact = [*redact, *(secret for spec in notify.values() for secret in spec.secrets())]
+    base_url = journal.get("base_url")
+    if base_url is not None:
+        base_url = _base_url(check, base_url)
+    return Runbook(
+        path, name, hosts, steps, redact, probes, benchmarks, text, groups, notify, base_url
+    )
+
+
+def _base_url(check: _Checker, value: Any) -> str:
+    """``[journal] base_url``: an http(s) URL of the web UI, without its trailing slash."""
+    from urllib.parse import urlsplit
+
+    url = check.string(value, "journal.base_url").strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise check.fail(
+            "journal.base_url",
+            f"{url!r} is not an http(s) URL of the web UI (such as http://gpu-box:8000, where "
+            "`journal serve` answers)",
+        )
+    return url.rstrip("/")
 
 
 def _host(check: _Checker, name: str, spec: Any) -> Host:

@@ -7,6 +7,7 @@ import hashlib
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.events import (
@@ -33,6 +34,9 @@ from journal.service.lint import read_transcript
 from journal.service.steps import new_run_id
 from journal.store import EventStore
 from journal.transcript import parse, step_name
+
+if TYPE_CHECKING:
+    from journal.notify import Notifier
 
 
 def findings(store: EventStore, journal: str) -> list[Finding]:
@@ -103,11 +107,17 @@ def run_findings(store: EventStore, journal: str, runs: list[str]) -> list[Findi
     return Ledger(store, journal).findings_of(runs)
 
 
-def findings_for_runs(store: EventStore, journal: str, runs: list[str]) -> list[Finding]:
-    """The open findings about these step runs (the verdict printed as a step ends)."""
+def findings_for_runs(
+    store: EventStore, journal: str, runs: list[str], notifier: Notifier | None = None
+) -> list[Finding]:
+    """The open findings about these step runs (the verdict printed as a step ends), told to
+    ``notifier`` (which sends those its channels ask for)."""
     from journal.pitfalls.ledger import Ledger
 
-    return [f for f in Ledger(store, journal).findings_of(runs) if f.is_open]
+    found = [f for f in Ledger(store, journal).findings_of(runs) if f.is_open]
+    if notifier is not None and found:
+        notifier.findings(found)
+    return found
 
 
 def author_of(by: str | None) -> str:

@@ -11,7 +11,7 @@ told to a :class:`PlanReporter` (the terminal's prints it); nothing here prints.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from journal.errors import BadInput
 from journal.pitfalls.base import Finding
@@ -21,6 +21,9 @@ from journal.service.findings import findings_for_runs
 from journal.service.fleet import FleetRun, Schedule
 from journal.service.steps import StepRun, StepWatch, exit_status, new_run_id, run_step_fleet
 from journal.store import EventStore
+
+if TYPE_CHECKING:
+    from journal.notify import Notifier
 
 
 class PlanReporter(Protocol):
@@ -79,9 +82,11 @@ def run_plan(
     accept_new_host_key: bool = False,
     schedule: Schedule | None = None,
     detach: bool = False,
+    notifier: Notifier | None = None,
 ) -> int:
     """Run the plan; without ``from_step``, resume after the steps already done everywhere;
     with ``detach``, an interruption leaves every step's command running on its hosts.
+    ``notifier`` hears each run's end, the findings, and the plan's end (when it ran a step).
     The exit status: 0, or the first failure's (as :func:`exit_status`; 130 when interrupted)."""
     plan = runbook.plan
     if not plan:
@@ -100,8 +105,32 @@ def run_plan(
         s.name: runbook.hosts_for(s, chosen or [], all_hosts, groups) for s in steps
     }
     roll = PlanRoll(
-        store, runbook, reporter, steps, hosts_of, from_step is not None, accept_new_host_key
+        store,
+        runbook,
+        reporter,
+        steps,
+        hosts_of,
+        from_step is not None,
+        accept_new_host_key,
+        notifier,
     )
+    try:
+        code = _roll_out(roll, reporter, steps, hosts_of, schedule)
+    except KeyboardInterrupt:
+        roll.finished(130)
+        raise
+    roll.finished(code)
+    return code
+
+
+def _roll_out(
+    roll: PlanRoll,
+    reporter: PlanReporter,
+    steps: list[Step],
+    hosts_of: dict[str, list[Host]],
+    schedule: Schedule,
+) -> int:
+    """All the hosts at once, or batch after batch when rolling; the exit status."""
     if not schedule.rolling:
         return roll.run(None, Schedule(parallel=schedule.parallel))
 
@@ -130,6 +159,7 @@ class PlanRoll:
         hosts_of: dict[str, list[Host]],
         from_given: bool,
         accept_new_host_key: bool,
+        notifier: Notifier | None = None,
     ) -> None:
         self.store = store
         self.runbook = runbook
@@ -139,6 +169,11 @@ class PlanRoll:
         self.from_given = from_given
         self.accept_new_host_key = accept_new_host_key
         self.plan_run = new_run_id()
+        self.notifier = notifier
+        #: the steps run (in order) and the ``step on host`` runs that failed, so far
+        self.ran: list[str] = []
+        self.hosts_ran: list[str] = []
+        self.failed: list[str] = []
 
     def hosts(self, step: Step, batch: set[str] | None) -> list[Host]:
         """The hosts ``step`` runs on (those of ``batch`` only, when given)."""
@@ -166,15 +201,26 @@ class PlanRoll:
                 accept_new_host_key=self.accept_new_host_key,
                 plan_run=self.plan_run,
                 schedule=schedule,
+                notifier=self.notifier,
             )
             runs = fleet.results
-            found = findings_for_runs(self.store, self.runbook.name, [r.run_id for r in runs])
+            self.ran += [step.name] if step.name not in self.ran else []
+            self.hosts_ran += [h for h in fleet.hosts if h not in self.hosts_ran]
+            self.failed += [f"{r.step} on {r.host}" for r in runs if not r.outcome.ok]
+            found = findings_for_runs(
+                self.store, self.runbook.name, [r.run_id for r in runs], self.notifier
+            )
             reporter.step_verdict(fleet, echo, found)
             code = exit_status(runs) if fleet.complete else 130
             if code:
                 reporter.plan_stopped(step.name)
                 return code
         return 0
+
+    def finished(self, code: int) -> None:
+        """Tell the notifier the plan ended, when it ran a step."""
+        if self.notifier is not None and self.ran:
+            self.notifier.plan_finished(code, self.ran, self.hosts_ran, self.failed, self.plan_run)
 
     def _resume(self, steps: list[Step], batch: set[str] | None) -> list[Step] | None:
         """The steps left after those already succeeded on all their hosts; None (and say

@@ -20,7 +20,7 @@ import shlex
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from journal.errors import BadInput
 from journal.events import Event
@@ -45,6 +45,9 @@ from journal.service.steps import (
 from journal.store import EventStore
 from journal.transport import Transport, transport_for
 from journal.versions import parse_version
+
+if TYPE_CHECKING:
+    from journal.notify import Notifier
 
 #: The step name of every rollback run.
 STEP = "rollback"
@@ -654,8 +657,10 @@ def run_rollback(
     accept_new_host_key: bool = False,
     schedule: Schedule | None = None,
     detach: bool = False,
+    notifier: Notifier | None = None,
 ) -> FleetRun[StepRun]:
-    """Run each host's rollback as a recorded step run, as ``schedule`` says."""
+    """Run each host's rollback as a recorded step run, as ``schedule`` says; ``notifier``
+    hears each run's end (a ``rollback``)."""
     steps = {p.host: (p.step(runbook), p.rollback_field()) for p in plans}
     hosts = [runbook.hosts[p.host] for p in plans]
     return run_step_fleet(
@@ -668,4 +673,5 @@ def run_rollback(
         schedule=schedule,
         detach=detach,
         per_host=steps,
+        notifier=notifier,
     )

@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from journal.errors import Busy, DiskFull
 from journal.events import HostKeyAccepted, JournalOpened, StepFinished, StepStarted
@@ -27,6 +27,9 @@ from journal.service.heartbeat import heartbeat
 from journal.store import EventStore
 from journal.transport import ConnectFailed, Outcome, Transport, transport_for
 from journal.transport.base import DISK_FULL
+
+if TYPE_CHECKING:
+    from journal.notify import Notifier
 
 R = TypeVar("R")
 
@@ -106,19 +109,21 @@ def run_step_fleet(
     schedule: Schedule | None = None,
     detach: bool = False,
     per_host: Mapping[str, tuple[Step, dict[str, Any] | None]] | None = None,
+    notifier: Notifier | None = None,
 ) -> FleetRun[StepRun]:
     """Run ``step`` on the hosts as ``schedule`` says (all at once by default, at most N at
     once, or rolling N at a time stopping at a failure); ``echo`` hears the fleet's progress.
     With ``detach`` (or the step's own ``detach``), an interruption leaves the commands
     running on their hosts, to be reattached, instead of stopping them. ``per_host`` gives a
     host its own step and the ``rollback`` its ``StepStarted`` records (`journal rollback`:
-    each host its own command and target set)."""
+    each host its own command and target set). ``notifier`` hears each run's end (after it
+    is recorded), which it must not wait on."""
 
     def work(host: Host, cancel: threading.Event) -> StepRun:
         own, rollback = per_host[host.name] if per_host else (step, None)
         if detach and not own.detach:
             own = replace(own, detach=True)
-        return _run_on_host(
+        ended = _run_on_host(
             store,
             runbook,
             own,
@@ -130,6 +135,9 @@ def run_step_fleet(
             measure,
             rollback,
         )
+        if notifier is not None:
+            notifier.run_ended(ended, rollback)
+        return ended
 
     return run_fleet(
         hosts,

@@ -18,8 +18,10 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, current_app, render_template, request
 
+from journal.events import NotificationSent
 from journal.export.cast import stream_cast
 from journal.pitfalls.base import Finding
+from journal.projections.notifications import deliveries
 from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
 from journal.recorder import decode
@@ -95,6 +97,9 @@ def _summary_context(state: JournalState, run: StepRunView) -> dict[str, Any]:
         "elsewhere": elsewhere,
         "runs": state.timeline.runs,
         "rollback_command": rollback_command(list(state.timeline.runs.values()), run),
+        "notifications": deliveries(
+            store().read(state.journal, run_id=run_id, types=[NotificationSent.type])
+        ),
         **_neighbours(state, run),
     }
 

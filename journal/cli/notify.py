@@ -1,0 +1,92 @@
+"""`journal notify test NAME`: send a sample notification to a ``[notify.NAME]`` webhook of the
+runbook, to check the set-up; every attempt is recorded, as for any notification."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from journal.cli.context import Context
+from journal.errors import BadInput
+
+
+def add_parser(sub: Any, command: Any, parser_class: Any, sub_globals: Any) -> None:
+    """The `notify` command and its `test` (``command`` is the parser's own helper)."""
+    notify = sub.add_parser("notify", help="the runbook's [notify.NAME] webhooks")
+    notify_sub = notify.add_subparsers(dest="what", metavar="WHAT", parser_class=parser_class)
+    notify_sub.required = True
+    p = command(
+        "test",
+        test,
+        "send a sample notification to a [notify.NAME] webhook (exit 1 if not delivered)",
+        parent=notify_sub,
+    )
+    p.add_argument("name", metavar="NAME", help="the channel: a [notify.NAME] of the runbook")
+    base_url_option(p)
+
+
+def base_url_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="where `journal serve` answers (http://gpu-box:8000): notifications link to its "
+        "pages (default: the runbook's [journal] base_url)",
+    )
+
+
+def test(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.cli.commands import base_url_of
+    from journal.runbook import suggest
+
+    runbook = ctx.runbook
+    base_url = base_url_of(args)
+    spec = runbook.notify.get(args.name)
+    if spec is None:
+        known = list(runbook.notify)
+        hint = (
+            suggest(args.name, known)
+            if known
+            else (
+                ': the runbook has no [notify.NAME] table (url = "https://…", format = "slack", '
+                'on = ["step-failed"])'
+            )
+        )
+        raise BadInput(f"{runbook.path}: no notification channel named {args.name!r}{hint}")
+    if spec.url is None:
+        raise BadInput(
+            f"{runbook.path}, notify.{spec.name}.url_env: the environment variable "
+            f"{spec.url_env} is not set (or empty), so there is no webhook to send to; export "
+            "it in the environment journal runs in"
+        )
+    from journal.events import NotificationSent
+    from journal.notify import Webhooks
+    from journal.notify.notices import sample_notice
+    from journal.notify.sender import Sender
+    from journal.service.steps import ensure_opened
+
+    store = ctx.store
+    ensure_opened(store, runbook)
+    attempts: list[NotificationSent] = []
+
+    def record(event: NotificationSent) -> None:
+        store.append(runbook.name, [event])
+        attempts.append(event)
+
+    sender = Sender(record)
+    hooks = Webhooks(store, runbook, base_url, sender)
+    hooks.specs = [spec]
+    hooks.tell(sample_notice(runbook.name, spec.name, hooks.base_url))
+    sender.close(sender.attempts * (sender.timeout_s + sender.backoff_s * 2**sender.attempts))
+    for event in attempts:
+        said = (
+            f"delivered (HTTP {event.status})"
+            if event.delivered
+            else f"not delivered: {event.reason}"
+        )
+        print(
+            f"journal: [notify.{spec.name}] {event.url} ({event.format}), attempt "
+            f"{event.attempt} of {event.attempts}: {said} in {event.seconds:.2f} s",
+            file=sys.stderr,
+        )
+    return 0 if attempts and attempts[-1].delivered else 1
