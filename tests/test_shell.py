@@ -359,3 +359,66 @@ def test_which_commands_change_packages_and_with_which_python() -> None:
     assert outcome_of(2)[0] == "failed"
     assert outcome_of(130)[:2] == ("interrupted", "SIGINT")
     assert "export A='x y'" in bash_rc({"A": "x y"}, remote=False)
+
+
+SECRET = "hf_" + "q7Wx2Lp9Zr4Tb6Yk1Nm8Vc3Hd5Jg0Fs"
+
+
+def test_secrets_and_unechoed_input_are_not_recorded_and_ctrl_z_stops(
+    tmp_path: Path, demo: Path
+) -> None:
+    rb = runbook(tmp_path, demo, "local")
+    rb.write_text(rb.read_text().replace("env = { ", f'env = {{ HF_TOKEN = "{SECRET}", '))
+    shell = start(tmp_path, rb, dict(os.environ))
+    try:
+        shell.expect(PROMPT)
+        # the terminal shows what the command printed; the record has the secret masked
+        assert f"value: {SECRET}".encode() in shell.type('echo "value: $HF_TOKEN"')
+        os.write(shell.fd, b'read -r -s -p "$(printf \'P%s: \' w)" pw; echo "got ${#pw}"\r')
+        shell.expect(b"Pw: ")
+        os.write(shell.fd, b"hunter2-typed\r")  # not echoed: never seen, never recorded
+        assert b"got 13" in shell.expect(PROMPT)
+        os.write(shell.fd, b"sleep 30\r")
+        started(tmp_path / "journal.db", "sleep 30")
+        os.write(shell.fd, b"\x1a")  # Ctrl-Z: a job of the shell now
+        shell.expect(PROMPT)
+        shell.type("kill -9 %1")
+        os.write(shell.fd, b"exit\r")
+        shell.finish()
+    finally:
+        shell.kill()
+    assert b"hunter2-typed" not in shell.seen
+    done = runs(tmp_path / "journal.db")
+    assert [r["start"].command for r in done][:3] == [
+        'echo "value: $HF_TOKEN"',
+        'read -r -s -p "$(printf \'P%s: \' w)" pw; echo "got ${#pw}"',
+        "sleep 30",
+    ]
+    assert SECRET.encode() not in done[0]["out"] and b"value: " in done[0]["out"]
+    assert done[1]["out"] == b"Pw: got 13\r\n"
+    stopped = done[2]["end"]
+    assert (stopped.status, stopped.exit_code, stopped.signal) == ("interrupted", 148, "SIGTSTP")
+    everything = b"".join(str(r.event).encode() for r in records(tmp_path / "journal.db"))
+    assert SECRET.encode() not in everything and b"hunter2" not in everything
+
+
+def test_a_dropped_connection_ends_the_session_with_the_command_interrupted(
+    tmp_path: Path, demo: Path, sshd: SshServer, ssh_home: SshHome
+) -> None:
+    rb = runbook(tmp_path, demo, sshd.alias)
+    shell = start(tmp_path, rb, ssh_home.env())
+    try:
+        shell.expect(PROMPT)
+        os.write(shell.fd, b"sleep 30\r")
+        started(tmp_path / "journal.db", "sleep 30")
+        main = int(sshd.pid_file.read_text())
+        found = subprocess.run(["pgrep", "-P", str(main)], capture_output=True, text=True)
+        for pid in found.stdout.split():  # the sshd processes of the connections: gone
+            os.kill(int(pid), signal.SIGKILL)
+        assert shell.finish() == 255
+    finally:
+        shell.kill()
+    assert b"was lost" in shell.seen
+    (only,) = runs(tmp_path / "journal.db")
+    assert (only["end"].status, only["end"].exit_code) == ("failed", None)
+    assert "connection" in only["end"].reason and "lost" in only["end"].reason

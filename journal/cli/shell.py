@@ -82,6 +82,7 @@ def shell(ctx: Context, args: argparse.Namespace) -> int:
         return 255
     session = ShellSession(store, runbook, host, transport, probe=args.probe)
     try:
+        term = None
         term = open_terminal(ctx, runbook, host, transport)
         if args.note:
             session.add_note(args.note)
@@ -101,6 +102,9 @@ def shell(ctx: Context, args: argparse.Namespace) -> int:
         f"journal: shell on {host.name} ended; {n} command{'s' if n != 1 else ''} recorded",
         file=sys.stderr,
     )
+    if getattr(term, "lost", False):
+        print(f"journal: the connection to {host.name} was lost", file=sys.stderr)
+        return 255  # as ssh says it
     return status if status is not None and status >= 0 else 0
 
 
@@ -178,7 +182,7 @@ def relay(term: Any, session: Any) -> int | None:
     with contextlib.suppress(termios.error):
         saved = termios.tcgetattr(0)
         tty.setraw(0)
-    reason = "the session ended while it ran"
+    why = ("interrupted", "interrupted (the session ended)")
     by_itself = False  # the shell ended (exit, Ctrl-D), not journal nor the connection
     try:
         shell_fd = term.fileno()
@@ -193,14 +197,14 @@ def relay(term: Any, session: Any) -> int | None:
             if 0 in ready:
                 data = os.read(0, 65536)
                 if not data:
-                    reason = "journal's terminal closed while it ran"
+                    why = ("interrupted", "interrupted (journal's terminal closed)")
                     break
                 term.write(data)
             if shell_fd in ready:
                 data = term.read()
                 if not data:
-                    reason = term.why_gone()
-                    by_itself = reason == "the shell ended while it ran"
+                    why = term.why_gone()
+                    by_itself = not getattr(term, "lost", False)
                     break
                 for piece in marks.feed(data):
                     if isinstance(piece, Mark):
@@ -210,7 +214,8 @@ def relay(term: Any, session: Any) -> int | None:
                         screen.write(piece)
             session.tick()
     except BaseException as exc:  # SIGHUP, SIGTERM (journal's own stop), a store error
-        reason = f"journal stopped while it ran ({type(exc).__name__})"
+        said = getattr(exc, "why", None) or type(exc).__name__
+        why = ("interrupted", f"interrupted ({said}): journal stopped")
         raise
     finally:
         if saved is not None:
@@ -225,7 +230,7 @@ def relay(term: Any, session: Any) -> int | None:
         finally:
             os.close(wake_r)
             os.close(wake_w)
-            session.close(reason, status if by_itself else None)
+            session.close(why, status if by_itself else None)
     return status
 
 
@@ -245,7 +250,7 @@ def _on_mark(mark: Any, term: Any, session: Any, screen: _Screen, ack: bytes) ->
         if session.running is not None:
             lines = session.ended(code, mark.text(1)) if code is not None else []
             if code is None:
-                session.close("its end mark was unreadable")
+                session.close(("interrupted", "interrupted (its end mark was unreadable)"))
             screen.lines(lines)
     elif mark.kind == "N":
         said = session.note(mark.text(0).split("\x1f")[:-1] or [mark.text(0)])

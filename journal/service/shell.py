@@ -57,6 +57,8 @@ BEL = b"\x07"
 MARK_LIMIT = 1 << 20
 #: The step name of every interactive run that has no better one.
 KIND = "interactive"
+#: How a command still running when the shell ends is recorded: (status, reason).
+GONE = ("interrupted", "interrupted (the shell ended)")
 #: The ack journal types (not echoed) to let a command whose hook waits go on.
 ACK = b"\n"
 
@@ -257,7 +259,7 @@ def outcome_of(code: int) -> tuple[str, str | None, str | None]:
         if name == "SIGINT":
             return "interrupted", name, "interrupted (Ctrl-C)"
         if name == "SIGTSTP":
-            return "interrupted", name, "stopped (Ctrl-Z): a job of the shell now; `fg` goes on"
+            return "interrupted", name, "interrupted (Ctrl-Z): stopped, a job of the shell now"
         return "failed", name, f"ended by {name}"
     return "failed", None, None
 
@@ -323,7 +325,7 @@ class ShellSession:
         """A command began (its start mark): recorded; the package snapshot before it taken
         first when it changes packages. Its run id."""
         if self.running is not None:  # no end mark came (the shell was replaced): closed
-            self.ended(None, None, reason="no end mark came before the next command")
+            self.ended(None, None, why=("interrupted", "interrupted (no end mark came)"))
         run_id = _run_id()
         shown, found = self.redactor.text(command, "command")
         self.append(
@@ -361,11 +363,12 @@ class ShellSession:
             self.running.recorder.tick()
 
     def ended(
-        self, code: int | None, cwd: str | None, *, reason: str | None = None
+        self, code: int | None, cwd: str | None, *, why: tuple[str, str] | None = None
     ) -> list[tuple[str, str]]:
         """The running command ended (the prompt mark, with its exit status; ``code`` None:
-        it did not end, the session did). Records its end, the snapshot and probe after a
-        package change, and gives the lines to show: (severity, text)."""
+        it did not end, the session did: ``why`` is then its status and reason). Records its
+        end, the snapshot and probe after a package change, and gives the lines to show:
+        (severity, text)."""
         run = self.running
         if run is None:
             return []
@@ -373,10 +376,10 @@ class ShellSession:
         run.recorder.close()
         duration = round(time.monotonic() - run.started, 6)
         if code is None:
-            status, sig = "interrupted", None
-            why = reason or "the session ended while it ran"
+            status, reason = why or GONE
+            sig = None
         else:
-            status, sig, why = outcome_of(code)
+            status, sig, reason = outcome_of(code)
         self.append(
             [
                 StepFinished(
@@ -386,7 +389,7 @@ class ShellSession:
                     exit_code=code,
                     duration=duration,
                     signal=sig,
-                    reason=why,
+                    reason=reason,
                 )
             ]
         )
@@ -436,15 +439,15 @@ class ShellSession:
             [NoteAdded(text=text, author=author, tags=tags or [], host_name=self.host.name)]
         )
 
-    def close(self, reason: str, status: int | None = None) -> None:
-        """The session ended: a command still running is recorded interrupted, but for an
-        ``exit`` (or ``logout``) of the shell that ended by itself (``status``, its exit
-        status), recorded with that status."""
+    def close(self, why: tuple[str, str] = GONE, status: int | None = None) -> None:
+        """The session ended: a command still running is recorded as ``why`` says (status,
+        reason), but for an ``exit`` (or ``logout``) of the shell that ended by itself
+        (``status``, its exit status), recorded with that status."""
         if self.running is not None:
             if status is not None and status >= 0 and _EXIT.match(self.running.command):
                 self.ended(status, None)
             else:
-                self.ended(None, None, reason=reason)
+                self.ended(None, None, why=why)
         self.cancel.set()
 
 

@@ -57,9 +57,9 @@ class Terminal(ABC):
     def close(self) -> int | None:
         """End it (if it is not over); its exit status where known."""
 
-    def why_gone(self) -> str:
-        """What ended it, for a command still running then."""
-        return "the shell ended while it ran"
+    def why_gone(self) -> tuple[str, str]:
+        """How a command still running when it ended is recorded: (status, reason)."""
+        return "interrupted", "interrupted (the shell ended)"
 
 
 class LocalTerminal(Terminal):
@@ -164,7 +164,9 @@ class SshTerminal(Terminal):
         except (OSError, EOFError, paramiko.SSHException):
             data = b""
         if not data:
-            self.lost = not self.chan.exit_status_ready()
+            # the connection went, not (only) the shell
+            link = self.transport.conn.transport
+            self.lost = link is None or not link.is_active()
         return data
 
     def write(self, data: bytes) -> None:
@@ -180,11 +182,14 @@ class SshTerminal(Terminal):
             self.chan.resize_pty(width=cols, height=rows)
 
     def close(self) -> int | None:
-        status = self.chan.exit_status if self.chan.exit_status_ready() else None
+        status = None if self.lost else self.chan.exit_status
         self.chan.close()
         return None if status == -1 else status
 
-    def why_gone(self) -> str:
+    def why_gone(self) -> tuple[str, str]:
         if self.lost:
-            return f"the connection to {self.transport.target} was lost while it ran"
-        return "the shell ended while it ran"
+            return "failed", (
+                f"the connection to {self.transport.target} was lost while it ran: the "
+                "command may still be running there"
+            )
+        return super().why_gone()
