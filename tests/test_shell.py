@@ -5,6 +5,7 @@ and order; installs get snapshots and are judged before the next prompt."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import select
@@ -274,6 +275,11 @@ def test_a_session_is_recorded_command_by_command(tmp_path: Path, demo: Path, se
     finally:
         store.close()
     assert "noop-install" in found
+    shown = journal(
+        "show", noop["start"].run, "--format", "json", db=tmp_path / "journal.db", runbook=rb
+    )
+    assert shown.returncode == 0, text(shown.stderr)
+    assert json.loads(shown.stdout)["interactive"] is True
     client = create_app({"DB": str(tmp_path / "journal.db"), "TESTING": True}).test_client()
     html = client.get("/j/shell").get_data(as_text=True)
     assert html.count('<span class="tag interactive"') == len(done)

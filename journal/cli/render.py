@@ -425,6 +425,7 @@ def run_json(run: StepRunView, judged: Judged) -> dict:
         "status": judged.status(run),
         "recorded_status": run.status,
         **_fields(run, "exit_code", "duration", "started", "finished", "reason", "imported"),
+        "interactive": run.interactive,
         "rollback": run.rollback,
         "open_errors": judged.errors(run),
         "packages": None
@@ -476,6 +477,8 @@ def show_text(run: StepRunView, judged: Judged) -> str:
         lines.append(f"  {rollback_text(run.rollback)}")
     if run.imported:
         lines.append("  imported from a transcript")
+    if run.interactive:
+        lines.append("  typed in `journal shell`")
     errors = judged.errors(run)
     if errors:
         lines.append(f"  open error: {', '.join(errors)}")
