@@ -277,6 +277,11 @@ on = ["plan-finished", "step-failed"]
     assert body["text"].startswith("the plan of notify-test succeeded (2 steps on box)")
     [sent] = _sent(db)
     assert (sent["trigger"], sent["delivered"], sent["format"]) == ("plan-finished", True, "slack")
+    from journal.web import create_app
+
+    client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    page = client.get(f"/j/notify-test/plan/{sent['subject']}").get_data(as_text=True)
+    assert 'id="notifications"' in page and "delivered (HTTP 200)" in page
     # run again: every step is done, nothing runs, nothing is sent
     again = journal("run", "plan", db=db, runbook=runbook)
     assert again.returncode == 0 and len(receiver.bodies) == 1
@@ -463,3 +468,25 @@ def test_the_json_body_has_every_documented_key() -> None:
     section = readme.split("### Notifications", 1)[1].split("\n### ", 1)[0]
     for key in JSON_KEYS:
         assert f"`{key}`" in section, key
+
+
+def test_the_same_drift_is_told_once(tmp_path: Path, receiver: Receiver) -> None:
+    """`journal drift` run again (from cron) tells a drift once: the same divergences are not
+    sent again after a delivery; other ones are."""
+    from journal.notify import Webhooks
+    from journal.store import EventStore
+
+    runbook = parse(
+        HEAD + f'\n[notify.ops]\nurl = "{receiver.url()}"\non = ["drift"]\n', tmp_path / "rb"
+    )
+    store = EventStore(str(tmp_path / "journal.db"))
+    try:
+        first = ["box: torch 2.12.0 where 1 of 2 hosts have 2.10.0"]
+        for lines in (first, first, [*first, "box: numpy 2.4.1 where 1 of 2 hosts have 2.4.2"]):
+            hooks = Webhooks(store, runbook, BASE)
+            hooks.drifted(["gpu"], lines)
+            hooks.close(5)
+    finally:
+        store.close()
+    assert [len(b["drift"]["lines"]) for b in receiver.of("drift")] == [1, 2]
+    assert receiver.of("drift")[0]["url"] == f"{BASE}/j/n/hosts"

@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="a [benchmarks.NAME] of the runbook")
     _label_option(p)
     _host_options(p)
+    base_url_option(p)
     rec = sub.add_parser("record", help="record a figure measured elsewhere")
     rec_sub = rec.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
     rec_sub.required = True

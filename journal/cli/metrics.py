@@ -35,11 +35,15 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         hosts = [runbook.hosts[h] for h in spec.hosts]
     elif not hosts:
         hosts = list(runbook.hosts.values())
+    from journal.cli.commands import base_url_of
+
+    base_url = base_url_of(args)
     from journal.cli.echo import Echo
     from journal.service.bench import run_bench as run_bench_service
     from journal.service.steps import ensure_opened, exit_status
 
     ensure_opened(ctx.store, runbook)
+    notifier = ctx.notifier(base_url)
     runs = run_bench_service(
         ctx.store,
         runbook,
@@ -48,6 +52,7 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         Echo(prefix=len(hosts) > 1),
         labels,
         accept_new_host_key=args.accept_new_host_key,
+        notifier=notifier,
     )
     timeline, comparisons = _comparisons(ctx, runbook.name)
     for bench in runs:
@@ -59,7 +64,7 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
             print(f"journal:   skipped: {visible(skipped)}", file=sys.stderr)
     from journal.cli.commands import say_findings
 
-    say_findings(ctx.store, runbook.name, [b.run.run_id for b in runs])
+    say_findings(ctx.store, runbook.name, [b.run.run_id for b in runs], notifier)
     if len(runs) < len(hosts):
         return 130
     return exit_status([b.run for b in runs])

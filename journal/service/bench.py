@@ -11,6 +11,7 @@ import getpass
 import math
 import socket
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from journal.benchmarks import BenchmarkSpec
 from journal.benchmarks.parsers import ParseResult, parse
@@ -22,6 +23,9 @@ from journal.runbook import Host, Runbook, Step
 from journal.service.steps import Measure, StepRun, StepWatch, run_step_fleet
 from journal.store import EventStore
 from journal.transport import Outcome
+
+if TYPE_CHECKING:
+    from journal.notify import Notifier
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,10 @@ def run_bench(
     labels: dict[str, str],
     *,
     accept_new_host_key: bool = False,
+    notifier: Notifier | None = None,
 ) -> list[BenchRun]:
-    """Run benchmark ``spec`` on every host in parallel and record its figures."""
+    """Run benchmark ``spec`` on every host in parallel and record its figures; ``notifier``
+    hears each run's end."""
     found: dict[str, tuple[list[MetricRecorded], list[str]]] = {}
 
     def command(host: Host) -> tuple[str, str]:
@@ -136,6 +142,7 @@ def run_bench(
         echo,
         accept_new_host_key=accept_new_host_key,
         measure=Measure(spec.name, command, read),
+        notifier=notifier,
     ).results
     return [BenchRun(run, *found.get(run.run_id, ([], []))) for run in runs]
 

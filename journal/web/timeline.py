@@ -25,7 +25,9 @@ from flask import (
 )
 from markupsafe import Markup, escape
 
+from journal.events import NotificationSent
 from journal.pitfalls.base import Finding
+from journal.projections.notifications import deliveries
 from journal.projections.story import open_errors, run_status
 from journal.projections.timeline import StepRunView
 from journal.web.selection import (
@@ -114,6 +116,11 @@ def plan(journal: str, plan_run: str) -> str:
         plan_run=plan_run,
         runs=runs,
         findings_by_run=state.findings_by_run(),
+        notifications=[
+            sent
+            for sent in deliveries(store().read(journal, types=[NotificationSent.type]))
+            if sent.trigger == "plan-finished" and sent.subject == plan_run
+        ],
     )
 
 
