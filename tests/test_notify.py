@@ -490,3 +490,27 @@ def test_the_same_drift_is_told_once(tmp_path: Path, receiver: Receiver) -> None
         store.close()
     assert [len(b["drift"]["lines"]) for b in receiver.of("drift")] == [1, 2]
     assert receiver.of("drift")[0]["url"] == f"{BASE}/j/n/hosts"
+
+
+def test_a_body_is_masked_as_the_record_is(tmp_path: Path, receiver: Receiver) -> None:
+    """What a notice tells of a run as it ended (its reason) went through no store: the body
+    is masked with the runbook's secrets all the same, the webhook's own URL among them."""
+    from journal.notify import Notice, Webhooks
+    from journal.store import EventStore
+
+    runbook = parse(
+        HEAD.replace('name = "n"', 'name = "n"\nredact = ["hunter2-password"]')
+        + f'\n[notify.ops]\nurl = "{receiver.url()}"\non = ["step-failed"]\n',
+        tmp_path / "rb",
+    )
+    store = EventStore(str(tmp_path / "journal.db"))
+    try:
+        hooks = Webhooks(store, runbook)
+        why = f"could not log in with hunter2-password at {receiver.url()}"
+        hooks.tell(Notice("step-failed", "n", f"it failed: {why}", host="box", reason=why))
+        hooks.close(5)
+    finally:
+        store.close()
+    [(_, body)] = receiver.bodies
+    assert "hunter2" not in json.dumps(body) and TOKEN not in json.dumps(body)
+    assert body["reason"] == "could not log in with [REDACTED] at [REDACTED]"

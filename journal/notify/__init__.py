@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from journal.notify.payload import Notice, body
 from journal.notify.sender import Delivery, Sender, encode
+from journal.redact import Redactor
 
 if TYPE_CHECKING:
     from journal.pitfalls.base import Finding
@@ -61,6 +62,9 @@ class Webhooks(Notifier):
         self.specs = list(runbook.notify.values())
         self.base_url = base_url or runbook.base_url
         self.sender = sender or Sender(lambda event: store.append(self.journal, [event]))
+        # what a body says went through the runbook's redaction when recorded (a reason,
+        # a title), but a run's outcome is told as it ended: masked here the same way
+        self.redactor = Redactor.for_run(runbook.redact)
 
     def tell(self, notice: Notice) -> int:
         """Send ``notice`` to every channel that wants it; how many do."""
@@ -74,7 +78,7 @@ class Webhooks(Notifier):
                 Delivery(
                     spec,
                     trigger,
-                    encode(body(notice, spec.format, at)),
+                    encode(self.redactor.value(body(notice, spec.format, at), "notification")),
                     notice.subject,
                     notice.run,
                     notice.host,

@@ -117,8 +117,11 @@ class Sender:
             with contextlib.suppress(queue.Full):
                 waiting.put_nowait(None)  # full: its thread is still at work anyway
         deadline = time.monotonic() + wait_s
-        for _, thread in lanes:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        try:
+            for _, thread in lanes:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        except KeyboardInterrupt:
+            pass  # Ctrl-C (or SIGTERM) while waiting: wait no more, record what is left
         with self._lock:
             self._given_up.set()
             left, self._pending = self._pending, []
@@ -138,6 +141,7 @@ class Sender:
             for i, pending in enumerate(self._pending):
                 if pending is delivery:
                     del self._pending[i]
+                    self._tries.pop(id(delivery), None)
                     return True
         return False
 
