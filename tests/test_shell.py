@@ -9,9 +9,11 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import struct
 import subprocess
+import tempfile
 import termios
 import time
 from pathlib import Path
@@ -428,3 +430,41 @@ def test_a_dropped_connection_ends_the_session_with_the_command_interrupted(
     (only,) = runs(tmp_path / "journal.db")
     assert (only["end"].status, only["end"].exit_code) == ("failed", None)
     assert "connection" in only["end"].reason and "lost" in only["end"].reason
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_a_zsh_session_is_recorded_through_its_own_hooks(tmp_path: Path, demo: Path) -> None:
+    rb = runbook(tmp_path, demo, "local")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".zshrc").write_text("setopt NO_PROMPT_SP\nexport FROM_ZSHRC=yes\n")
+    env = {**os.environ, "SHELL": shutil.which("zsh"), "HOME": str(home)}
+    env.pop("ZDOTDIR", None)
+    index = f"file://{demo}/indexes/cu130/simple"
+    install = f"{UV} pip install --python {demo / 'ml-env/bin/python3'} torch --index-url {index}"
+    shell = start(tmp_path, rb, env)
+    try:
+        shell.expect(PROMPT)
+        assert b"hi yes\r\n" in shell.type("echo hi $FROM_ZSHRC")
+        shell.type("sh -c 'exit 3'")
+        assert b"Checked 1 package" in shell.type(install)  # the hook waits for journal
+        os.write(shell.fd, b"sleep 30\r")
+        started(tmp_path / "journal.db", "sleep 30")
+        os.write(shell.fd, b"\x03")
+        shell.expect(PROMPT)
+        os.write(shell.fd, b"exit 0\r")
+        assert shell.finish() == 0
+    finally:
+        shell.kill()
+    assert OSC not in shell.seen
+    done = runs(tmp_path / "journal.db")
+    assert [(r["start"].command, r["end"].status, r["end"].exit_code) for r in done] == [
+        ("echo hi $FROM_ZSHRC", "succeeded", 0),
+        ("sh -c 'exit 3'", "failed", 3),
+        (install, "succeeded", 0),
+        ("sleep 30", "interrupted", 130),
+        ("exit 0", "succeeded", 0),
+    ]
+    assert done[0]["out"] == b"hi yes\r\n"
+    assert set(done[2]["snap"]) == {"before", "after"}
+    assert not list(Path(tempfile.gettempdir()).glob("journal-shell-*/.zshrc"))

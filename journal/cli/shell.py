@@ -109,7 +109,7 @@ def shell(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def open_terminal(ctx: Context, runbook: Runbook, host: Host, transport: Any) -> Any:
-    from journal.service.shell import bash_rc, remote_command
+    from journal.service.shell import bash_rc, remote_command, zsh_files
     from journal.transport.interactive import LocalTerminal, SshTerminal, window_size
 
     size = window_size(0)
@@ -123,10 +123,17 @@ def open_terminal(ctx: Context, runbook: Runbook, host: Host, transport: Any) ->
             db = str(Path(db).resolve())
         exports["JOURNAL_DB"] = db
         exports["JOURNAL_RUNBOOK"] = str(Path(runbook.path).resolve())
-        bash = shutil.which("bash") or "/bin/bash"
         env = {**os.environ, "TERM": term}
-        rc = bash_rc(exports, remote=False, journal=[sys.executable, "-m", "journal"])
-        return LocalTerminal([bash, "--rcfile", "{rc}", "-i"], env, size, rc)
+        journal = [sys.executable, "-m", "journal"]
+        zsh = shutil.which("zsh")
+        if os.path.basename(os.environ.get("SHELL", "")) == "zsh" and zsh:
+            if "ZDOTDIR" in os.environ:
+                env["__JOURNAL_ZDOTDIR"] = os.environ["ZDOTDIR"]
+            env["ZDOTDIR"] = "{dir}"
+            return LocalTerminal([zsh, "-i"], env, size, zsh_files(exports, journal))
+        bash = shutil.which("bash") or "/bin/bash"
+        rc = bash_rc(exports, remote=False, journal=journal)
+        return LocalTerminal([bash, "--rcfile", "{dir}/bashrc", "-i"], env, size, {"bashrc": rc})
     return SshTerminal(transport, remote_command(bash_rc(exports, remote=True)), term, size)
 
 

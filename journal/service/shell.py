@@ -129,6 +129,51 @@ def bash_rc(exports: dict[str, str], remote: bool, journal: list[str] | None = N
     return _BASH_RC.replace("__EXPORTS__", lines).replace("__FUNCTIONS__", functions)
 
 
+_ZSHENV = r"""# journal shell: this session's shell integration (see .zshrc)
+__journal_dir=$ZDOTDIR
+if [[ -n ${__JOURNAL_ZDOTDIR+x} ]]; then ZDOTDIR=$__JOURNAL_ZDOTDIR; else unset ZDOTDIR; fi
+[[ -r ${ZDOTDIR:-$HOME}/.zshenv ]] && . ${ZDOTDIR:-$HOME}/.zshenv
+if [[ -n ${ZDOTDIR+x} ]]; then __JOURNAL_ZDOTDIR=$ZDOTDIR; else unset __JOURNAL_ZDOTDIR; fi
+ZDOTDIR=$__journal_dir  # so that zsh reads this session's .zshrc next
+"""
+
+_ZSHRC = r"""# journal shell: this session's shell integration (this folder removes itself)
+if [[ -n ${__JOURNAL_ZDOTDIR+x} ]]; then ZDOTDIR=$__JOURNAL_ZDOTDIR; else unset ZDOTDIR; fi
+unset __JOURNAL_ZDOTDIR
+[[ -r ${ZDOTDIR:-$HOME}/.zshrc ]] && . ${ZDOTDIR:-$HOME}/.zshrc
+command rm -rf -- "$__journal_dir"
+unset __journal_dir
+__EXPORTS__
+__journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
+__journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
+__journal_preexec() {
+  local c=$1 w=0
+  [[ $c =~ $__journal_wait_re ]] && w=1
+  builtin printf '\033]7733;C;%s;%s;%s\007' "$(__journal_b64 "$c")" \
+    "$(__journal_b64 "$PWD")" "$w" >/dev/tty
+  if (( w )); then builtin read -rs -t 300 __journal_ack </dev/tty; fi
+  return 0
+}
+__journal_precmd() {
+  local rc=$?
+  builtin printf '\033]7733;P;%s;%s\007' "$rc" "$(__journal_b64 "$PWD")" >/dev/tty
+  return $rc
+}
+preexec_functions=(__journal_preexec $preexec_functions)
+precmd_functions=(__journal_precmd $precmd_functions)
+__FUNCTIONS__
+"""
+
+
+def zsh_files(exports: dict[str, str], journal: list[str] | None = None) -> dict[str, str]:
+    """The ZDOTDIR of a local zsh session: a .zshenv and .zshrc that read the user's own
+    (from their ZDOTDIR, or HOME), then set the hooks (preexec gets the line as typed)."""
+    lines = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in exports.items())
+    functions = f'journal() {{ {shlex.join(journal)} "$@"; }}\n' if journal else ""
+    rc = _ZSHRC.replace("__EXPORTS__", lines).replace("__FUNCTIONS__", functions)
+    return {".zshenv": _ZSHENV, ".zshrc": rc}
+
+
 def remote_command(rc: str) -> str:
     """What an SSH session's channel runs: the rc written to a temporary file on the host
     (removed again as the shell reads it), then bash on it, as a login-like shell."""

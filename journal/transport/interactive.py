@@ -9,6 +9,7 @@ import errno
 import fcntl
 import os
 import pty
+import shutil
 import signal
 import struct
 import tempfile
@@ -63,21 +64,29 @@ class Terminal(ABC):
 
 
 class LocalTerminal(Terminal):
-    """A shell on this machine in a pseudo-terminal of its own."""
+    """A shell on this machine in a pseudo-terminal of its own. ``files`` (the shell's rc
+    files of this session) are written to a private temporary folder, ``{dir}`` in ``argv``
+    and ``env`` values; the folder goes with the session."""
 
     def __init__(
-        self, argv: list[str], env: Mapping[str, str], size: tuple[int, int], rc: str
+        self,
+        argv: list[str],
+        env: Mapping[str, str],
+        size: tuple[int, int],
+        files: Mapping[str, str],
     ) -> None:
-        fd, self.rc_path = tempfile.mkstemp(prefix="journal-shell-", suffix=".rc")
-        with os.fdopen(fd, "w") as out:
-            out.write(rc)
-        argv = [a.replace("{rc}", self.rc_path) for a in argv]
+        self.folder = tempfile.mkdtemp(prefix="journal-shell-")
+        for name, text in files.items():
+            with open(os.path.join(self.folder, name), "w") as out:
+                out.write(text)
+        argv = [a.replace("{dir}", self.folder) for a in argv]
+        env = {k: v.replace("{dir}", self.folder) for k, v in env.items()}
         packed = struct.pack("HHHH", size[0], size[1], 0, 0)
         pid, self.fd = pty.fork()
         if pid == 0:  # the child: its size first (readline reads it as it starts), then bash
             try:
                 fcntl.ioctl(0, termios.TIOCSWINSZ, packed)
-                os.execvpe(argv[0], argv, dict(env))
+                os.execvpe(argv[0], argv, env)
             finally:
                 os._exit(127)
         self.pid = pid
@@ -109,8 +118,7 @@ class LocalTerminal(Terminal):
             set_window_size(self.fd, rows, cols)  # the kernel sends SIGWINCH to the shell
 
     def close(self) -> int | None:
-        with contextlib.suppress(OSError):
-            os.unlink(self.rc_path)  # bash removes it as it starts; not if it never did
+        shutil.rmtree(self.folder, ignore_errors=True)  # the shell removes it as it starts
         if self.status is None:
             self.status = self._wait(0.2)
         if self.status is None:
