@@ -19,7 +19,7 @@ from journal.events import NoteAdded, StepStarted
 from journal.paths import make_folder, output_file, write_file
 from journal.projections.progress import progress
 from journal.runbook import TEMPLATE, parse
-from journal.service.runs import find_run
+from journal.service.runs import find_stored_run
 from journal.terminal import visible, visible_output
 
 # journal.service (Fabric, SQLAlchemy) is imported inside the commands that run steps, so a
@@ -491,12 +491,12 @@ def _tail(store, journal: str, run: str, count: int = TAIL) -> tuple[list[bytes]
 def show(ctx: Context, args: argparse.Namespace) -> int:
     """`journal show RUN`: one run in full, its findings with advice and its output's tail."""
     from journal.cli.pitfalls import finding_text
+    from journal.projections.stored import one_run
     from journal.service.findings import run_findings
 
     journal = ctx.read_journal()
     store = ctx.store
-    timeline = _timeline(ctx, journal)
-    run = timeline.runs[find_run(journal, args.run, list(timeline.runs))]
+    run = one_run(store, journal, *find_stored_run(store, journal, args.run))
     judged = render.Judged(run_findings(store, journal, [run.run_id]), colour=_colour())
     if args.format == "json":
         if args.output:
@@ -619,17 +619,11 @@ def demo(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def export_cast(ctx: Context, args: argparse.Namespace) -> int:
-    from journal.events import StepStarted
     from journal.export.cast import to_cast
 
     output = output_file(Path(args.output), "the asciicast")
     journal = ctx.read_journal()
-    runs = [
-        r.event.run
-        for r in ctx.store.read(journal, types=["StepStarted"])
-        if isinstance(r.event, StepStarted)
-    ]
-    run = find_run(journal, args.run_id, runs)
+    run, _ = find_stored_run(ctx.store, journal, args.run_id)
     lines = to_cast(ctx.store.read(journal, run_id=run, types=["StepStarted", "OutputChunk"]))
     write_file(output, "\n".join(lines) + "\n", "the asciicast")
     print(f"wrote {output}: {len(lines) - 1} output events of run {run}")

@@ -287,9 +287,9 @@ def current_timeline(store: Any, journal: str, alive: Alive | None = None) -> Ti
     default, the recorders' heartbeats in the store)."""
     cache = ProjectionCache(store.engine)
     restored = load(cache, journal)
-    if restored is None:
-        timeline, start, since, unfinished = Timeline(journal), 0, None, set()
-        anew = True
+    if restored is None:  # none stored, or of older code: folded anew, replacing it
+        timeline, start, unfinished = Timeline(journal), 0, set()
+        since, anew = cache.head(journal, PROJECTION), True
     else:
         timeline, start = restored.timeline, restored.seq
         since, unfinished, anew = restored.head, restored.unfinished, False
@@ -299,8 +299,49 @@ def current_timeline(store: Any, journal: str, alive: Alive | None = None) -> Ti
     }
     if last:
         save(cache, journal, timeline, changed, unfinished, last, since, anew=anew)
+    return _settled(store, timeline, unfinished, alive)
+
+
+def _settled(store: Any, timeline: Timeline, unfinished: set[str], alive: Alive | None) -> Timeline:
+    """``timeline`` with its runs in ``unfinished`` (those not ended) settled as running or
+    lost by ``alive`` (by default, the recorders' heartbeats in the store)."""
     for run in unfinished:
         view = timeline.runs.get(run)
         if view is not None:
             view.status, view.reason = "unfinished", None
     return settle(timeline, alive or store.liveness())
+
+
+def one_run(
+    store: Any, journal: str, run_id: str, seq: int, alive: Alive | None = None
+) -> StepRunView:
+    """The step run ``run_id`` of ``journal`` (started at event ``seq``: see
+    :func:`journal.service.runs.find_stored_run`) as it stands, settled as
+    :func:`current_timeline` settles it. When the stored timeline is up to date only the run's
+    row and the snapshots it names are read; else the timeline is brought up to date (for the
+    next reader too) and the run taken from it."""
+    cache = ProjectionCache(store.engine)
+    for _ in range(5):
+        head = cache.head(journal, PROJECTION)
+        if head is None or head.version != version() or head.seq != store.last_seq(journal):
+            break
+        key = f"i:{seq:012d}"
+        rows = cache.rows(journal, PROJECTION, [key])
+        if key not in rows:  # an imported run placed by its own time: its key ends in its seq
+            placed = cache.keys(journal, PROJECTION, "i:", suffix=f"{seq:012d}")
+            rows = cache.rows(journal, PROJECTION, placed[:1])
+            key = placed[0] if placed else key
+        found = rows.get(key)
+        if found is None or found.get("kind") != "run" or found.get("run_id") != run_id:
+            break
+        snapshots = cache.rows(journal, PROJECTION, found["snapshots"].values())
+        if cache.head(journal, PROJECTION) != head:
+            continue  # another process saved in between: read again
+        view = item_of(found, snapshots)
+        assert isinstance(view, StepRunView)
+        timeline = Timeline(journal)
+        timeline.runs[run_id] = view
+        timeline.items.append(view)
+        unfinished = {run_id} if view.status == "unfinished" else set()
+        return _settled(store, timeline, unfinished, alive).runs[run_id]
+    return current_timeline(store, journal, alive).runs[run_id]

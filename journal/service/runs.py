@@ -3,19 +3,56 @@ export cast`, `journal rollback --to RUN`), and the run `before:STEP` names on a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.projections.timeline import StepRunView
+
+if TYPE_CHECKING:
+    from journal.store import EventStore
 
 #: Run states that make a run of a step a try that the next run of it tries again.
 FAILED = frozenset({"failed", "timed-out", "interrupted", "lost"})
 
 
 def find_run(journal: str, prefix: str, runs: list[str]) -> str:
-    """The run ``prefix`` names (a run id or its unique start); else bad input naming it."""
+    """The run ``prefix`` names (a run id or its unique start) among ``runs`` (every run of
+    the journal, in order); else bad input naming it."""
     matches = [run for run in runs if run.startswith(prefix)] if prefix else []
-    if prefix in runs:
+    return _named(journal, prefix, matches, lambda: (runs, runs[-6:]))
+
+
+def find_stored_run(store: EventStore, journal: str, prefix: str) -> tuple[str, int]:
+    """The run ``prefix`` names (a run id or its unique start) and the seq of its start, asked
+    of the store's run index (the journal is not read); else bad input, as :func:`find_run`."""
+    found = dict(store.step_runs(journal, prefix)) if prefix else {}
+
+    def known() -> tuple[list[str], list[str]]:
+        # a close match is looked for among the ids that sort next to the one given (those
+        # sharing the longest start with it) and the latest runs
+        latest = store.step_runs(journal)
+        near = dict(latest)
+        near.update(store.step_runs(journal, before=prefix, limit=3))
+        near.update(store.step_runs(journal, after=prefix, limit=3))
+        in_order = sorted(near, key=near.__getitem__)
+        return in_order, sorted(dict(latest), key=near.__getitem__)
+
+    run = _named(journal, prefix, list(found), known)
+    return run, found[run]
+
+
+def _named(
+    journal: str,
+    prefix: str,
+    matches: list[str],
+    known: Callable[[], tuple[list[str], list[str]]],
+) -> str:
+    """The run of ``matches`` (the runs whose id starts with ``prefix``, in order: at least
+    five, and the run named exactly when there is one) ``prefix`` names; else bad input saying
+    so, with a hint from ``known()``: the runs a close match is looked for among (all of them
+    when the journal has six runs or fewer) and the latest six, in order."""
+    if prefix in matches:
         return prefix
     if len(matches) == 1:
         return matches[0]
@@ -23,9 +60,10 @@ def find_run(journal: str, prefix: str, runs: list[str]) -> str:
 
     if matches:
         raise BadInput(f"run id {prefix!r} is ambiguous: {', '.join(matches[:5])}")
+    runs, latest = known()
     hint = suggest(prefix, runs)
-    if hint.startswith("; known") and len(runs) > 5:  # not every run of a long journal
-        hint = f"; the latest: {', '.join(runs[-5:])}"
+    if hint.startswith("; known") and len(latest) > 5:  # not every run of a long journal
+        hint = f"; the latest: {', '.join(latest[-5:])}"
     raise BadInput(f"no step run {prefix!r} in {journal}{hint}; `journal log` lists them")
 
 

@@ -20,7 +20,7 @@ from operator import attrgetter
 
 from sqlalchemy import Engine, case, func, or_, select
 
-from journal.events import Event, OutputChunk, StepFinished
+from journal.events import Event, OutputChunk, StepFinished, StepStarted
 from journal.mapper import GENESIS, Recorded, dump_payload, from_row, to_payload
 from journal.output import chunk_text
 from journal.redact import Redactor
@@ -221,6 +221,43 @@ class EventStore:
         )
         with self.engine.connect() as conn:
             return [row.run_id for row in conn.execute(query)]
+
+    def step_runs(
+        self,
+        journal: str,
+        prefix: str | None = None,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int = 6,
+    ) -> list[tuple[str, int]]:
+        """Up to ``limit`` step runs of a journal, each with its StepStarted's seq: those whose
+        id starts with ``prefix``, in id order (an id sorts before the longer ones it starts);
+        those whose ids sort right ``after`` or ``before`` a text, nearest first; with none of
+        them, the latest runs, newest first. Looked up by the run index (the latest, by the
+        journal's), whatever the length of the journal."""
+        query = select(events.c.run_id, events.c.seq).limit(limit)
+        if prefix is None and after is None and before is None:
+            query = query.where(events.c.journal == journal, events.c.type == StepStarted.type)
+            query = query.order_by(events.c.seq.desc())
+        else:
+            # SQLite would rather walk every start of the journal by its (journal, type)
+            # index: asked of expressions, they leave the run index's range to answer.
+            query = query.where(
+                events.c.journal.concat("") == journal,
+                events.c.type.concat("") == StepStarted.type,
+            )
+            if before is not None:
+                query = query.where(events.c.run_id < before).order_by(events.c.run_id.desc())
+            elif after is not None:
+                query = query.where(events.c.run_id > after).order_by(events.c.run_id)
+            else:  # a range, not LIKE: SQLite's LIKE ignores case, so no index serves it
+                query = query.where(
+                    events.c.run_id >= prefix, events.c.run_id < f"{prefix}\uffff"
+                ).order_by(events.c.run_id)
+        with self.engine.connect() as conn:
+            rows = [(r.run_id, r.seq) for r in conn.execute(query)]
+        return [(run, seq) for run, seq in rows if prefix is None or run.startswith(prefix)]
 
     def last_seq(self, journal: str) -> int:
         """The newest sequence number of a journal (0 when it has no event)."""

@@ -69,8 +69,9 @@ class ProjectionCache:
                     out[key] = json.loads(body)
         return out
 
-    def keys(self, journal: str, projection: str, prefix: str) -> list[str]:
-        """Every key starting with ``prefix``, in ascending order (no row is decoded)."""
+    def keys(self, journal: str, projection: str, prefix: str, suffix: str = "") -> list[str]:
+        """Every key starting with ``prefix`` (and ending with ``suffix``), in ascending order
+        (no row is decoded)."""
         query = (
             select(projection_rows.c.key)
             .where(
@@ -80,6 +81,8 @@ class ProjectionCache:
             )
             .order_by(projection_rows.c.key)
         )
+        if suffix:
+            query = query.where(projection_rows.c.key.endswith(suffix, autoescape=True))
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
