@@ -320,6 +320,10 @@ def test_a_shell_killed_mid_command_leaves_it_interrupted(tmp_path: Path, demo: 
         shell.expect(PROMPT)
         os.write(shell.fd, b"echo $$ > shell.pid; sleep 30\r")
         shell.expect(b"sleep 30\r\n")
+        # live in the web UI like a step: running, tagged interactive
+        client = create_app({"DB": str(tmp_path / "journal.db"), "TESTING": True}).test_client()
+        html = client.get("/j/shell").get_data(as_text=True)
+        assert 'data-status="running"' in html and 'class="tag interactive"' in html
         pid_file = tmp_path / "shell.pid"
         end = time.monotonic() + WAIT_S
         while not pid_file.exists() or not pid_file.read_text().strip():
@@ -468,3 +472,17 @@ def test_a_zsh_session_is_recorded_through_its_own_hooks(tmp_path: Path, demo: P
     assert done[0]["out"] == b"hi yes\r\n"
     assert set(done[2]["snap"]) == {"before", "after"}
     assert not list(Path(tempfile.gettempdir()).glob("journal-shell-*/.zshrc"))
+
+
+def test_bad_input_records_nothing(tmp_path: Path, demo: Path) -> None:
+    rb = runbook(tmp_path, demo, "local")
+    db = tmp_path / "journal.db"
+    for args, said in (
+        (["--host", "nowhere"], "no host named 'nowhere'"),
+        (["--probe", "nothing"], "no probe named 'nothing'"),
+        (["--note", " "], "the note is empty"),
+        ([], "needs a terminal"),  # standard input is no terminal here
+    ):
+        result = journal("shell", *args, db=db, runbook=rb)
+        assert result.returncode == 2 and said in text(result.stderr), text(result.stderr)
+    assert not db.exists() or not records(db)
