@@ -220,7 +220,9 @@ def test_a_session_is_recorded_command_by_command(tmp_path: Path, demo: Path, se
         shell.expect(b"sleep 30\r\n")
         started(tmp_path / "journal.db", "sleep 30")  # as fast as no person types
         os.write(shell.fd, b"\x03")  # Ctrl-C, as a byte to the shell's terminal
-        shell.expect(PROMPT)
+        said = shell.expect(PROMPT)
+        assert b"journal: step-interrupted \xe2\x80\x94 sleep was interrupted (Ctrl-C)" in said
+        assert b"type it again" in said  # not a `journal run step` of a step there is not
         shell.resize(33, 101)
         os.write(shell.fd, b"stty size\r")  # readline may redraw its prompt first
         shell.expect(b"33 101\r\n")

@@ -209,6 +209,8 @@ class Run:
     prompt_text: str = ""  # and that line as pasted
     #: a rollback run's target (``StepStarted.rollback``), None for any other run
     rollback: dict[str, Any] | None = None
+    #: a command typed in `journal shell` (``StepStarted.interactive``)
+    interactive: bool = False
     _newlines: list[int] | None = field(default=None, repr=False)
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)
@@ -323,6 +325,8 @@ def finding(
     if run is not None:
         facts.setdefault("command", run.command)
         facts.setdefault("imported", run.imported)
+        if run.interactive:
+            facts.setdefault("interactive", True)
     return Finding(
         id,
         severity,

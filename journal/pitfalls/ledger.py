@@ -148,6 +148,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "probe_events": run.probe_events,
         "expectations": len(run.expectations),
         "imported": run.imported,
+        "interactive": run.interactive,
         "reason": run.reason,
         "signal": run.signal,
         "rollback": run.rollback,
@@ -195,6 +196,7 @@ def run_of(d: dict[str, Any]) -> Run:
         reason=d["reason"],
         signal=d["signal"],
         rollback=d.get("rollback"),
+        interactive=d.get("interactive", False),
     )
 
 

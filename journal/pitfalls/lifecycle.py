@@ -61,13 +61,16 @@ class AckBook:
 
 
 def _same_command(found: Finding, later: Run) -> bool:
+    """Runs named after their command (imported, or typed in `journal shell`) are the same
+    step only with the same command."""
     command = found.facts.get("command")
-    return not (found.facts.get("imported") or later.imported) or command == later.command
+    by_command = found.facts.get("imported") or found.facts.get("interactive")
+    return not (by_command or later.imported or later.interactive) or command == later.command
 
 
 def rerun(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
-    """The same step (for an imported command, the same command) went through again on the
-    host without the finding."""
+    """The same step (for an imported or interactive command, the same command) went through
+    again on the host without the finding."""
     if later.step != found.step or found.id in ids or not _same_command(found, later):
         return None
     if later.status not in WENT_THROUGH or later.exit_code not in (0, None):

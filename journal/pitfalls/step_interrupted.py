@@ -209,7 +209,11 @@ def detect(subject: Subject) -> Iterator[Finding]:
         }
         if subject.journal and not run.imported:
             fill["check"] = f"check what it left (`journal run probe packages --host {run.host}`)"
-            fill["again"] = f"run it again (`journal run step {run.step} --host {run.host}`)"
+            fill["again"] = (
+                "type it again"
+                if run.interactive
+                else f"run it again (`journal run step {run.step} --host {run.host}`)"
+            )
         else:
             fill["check"] = "check what it left (`uv pip list` / `pip list`, `pip check`)"
             fill["again"] = "run it again"

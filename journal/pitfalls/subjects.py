@@ -97,6 +97,7 @@ def from_journal(
             reason=view.reason,
             signal=view.signal,
             rollback=view.rollback,
+            interactive=view.interactive,
         )
         runs.append(run)
     runs.sort(key=lambda run: run.event or 0)  # standalone probes in their place in time
