@@ -307,12 +307,14 @@ def test_a_note_typed_inside_the_session_goes_to_the_same_journal(
     try:
         shell.expect(PROMPT)
         shell.type("journal note 'swapped to cu130' --tag lesson")
-        os.write(shell.fd, b"exit\r")
+        os.write(shell.fd, b"\x04")  # Ctrl-D at the prompt: the shell ends
         assert shell.finish() == 0
     finally:
         shell.kill()
     notes = [r.event for r in records(tmp_path / "journal.db") if isinstance(r.event, NoteAdded)]
     assert [(n.text, n.tags) for n in notes] == [("swapped to cu130", ["lesson"])]
+    done = runs(tmp_path / "journal.db")  # Ctrl-D ran no command
+    assert [r["start"].command for r in done] == ["journal note 'swapped to cu130' --tag lesson"]
 
 
 def test_a_shell_killed_mid_command_leaves_it_interrupted(tmp_path: Path, demo: Path) -> None:
@@ -488,3 +490,28 @@ def test_bad_input_records_nothing(tmp_path: Path, demo: Path) -> None:
         result = journal("shell", *args, db=db, runbook=rb)
         assert result.returncode == 2 and said in text(result.stderr), text(result.stderr)
     assert not db.exists() or not records(db)
+
+
+def test_journal_stopped_by_sighup_records_the_running_command_and_ends_the_shell(
+    tmp_path: Path, demo: Path
+) -> None:
+    rb = runbook(tmp_path, demo, "local")
+    shell = start(tmp_path, rb, dict(os.environ))
+    try:
+        shell.expect(PROMPT)
+        os.write(shell.fd, b"echo $$ > shell.pid; sleep 30\r")
+        started(tmp_path / "journal.db", "echo $$ > shell.pid; sleep 30")
+        os.kill(shell.pid, signal.SIGHUP)  # journal's own terminal went away
+        assert shell.finish() == 128 + signal.SIGHUP
+    finally:
+        shell.kill()
+    (only,) = runs(tmp_path / "journal.db")
+    assert (only["end"].status, only["end"].reason) == (
+        "interrupted",
+        "interrupted (SIGHUP): journal stopped",
+    )
+    pid = int((tmp_path / "shell.pid").read_text())
+    end = time.monotonic() + WAIT_S
+    while Path(f"/proc/{pid}").exists():  # the shell went with it
+        assert time.monotonic() < end, "the shell outlived journal's session"
+        time.sleep(0.05)
