@@ -99,6 +99,7 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
         [h.name for h in hosts],
         echo,
         accept_new_host_key=args.accept_new_host_key,
+        notifier=notifier,
     )
     fleet = run_step_fleet(
         ctx.store,
@@ -135,10 +136,18 @@ def attach(ctx: Context, args: argparse.Namespace) -> int:
         print("journal: no lost runs to attach to", file=sys.stderr)
         return 0
     echo = echo_for(1)
-    runs = attach_runs(ctx.store, runbook, lost, echo, accept_new_host_key=args.accept_new_host_key)
+    notifier = ctx.notifier()
+    runs = attach_runs(
+        ctx.store,
+        runbook,
+        lost,
+        echo,
+        accept_new_host_key=args.accept_new_host_key,
+        notifier=notifier,
+    )
     for run in runs:
         print(render.verdict(run), file=sys.stderr)
-    say_findings(ctx.store, runbook.name, [run.run_id for run in runs])
+    say_findings(ctx.store, runbook.name, [run.run_id for run in runs], notifier)
     return exit_status(runs)
 
 
@@ -226,12 +235,14 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
     from journal.service.steps import ensure_opened
 
     ensure_opened(ctx.store, runbook)
+    notifier = ctx.notifier(base_url)
     attach_lost(
         ctx.store,
         runbook,
         [h.name for h in chosen] or list(runbook.hosts),
         echo_for(1),
         accept_new_host_key=args.accept_new_host_key,
+        notifier=notifier,
     )
     return run_plan_service(
         ctx.store,
@@ -245,7 +256,7 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
         schedule=schedule,
         echo_for=echo_for,
         detach=args.detach,
-        notifier=ctx.notifier(base_url),
+        notifier=notifier,
     )
 
 

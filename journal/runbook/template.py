@@ -54,4 +54,12 @@ run = "python3 -c 'import sys; print(sys.version)'"
 # [benchmarks.serving]
 # run = "python3 -m sglang.bench_serving --backend sglang --max-concurrency 1 --num-prompts 32"
 # parser = "sglang"                 # sglang | vllm | nccl-tests | llama-bench | regex
+
+# Tell people when it matters: a webhook posted to when a step fails, a finding is made, the
+# plan finishes, hosts drift or a rollback runs (every attempt recorded; the URL never is).
+# `journal notify test team` sends a sample. Links go to [journal] base_url (journal serve).
+# [notify.team]
+# url_env = "SLACK_WEBHOOK"         # or url = "https://hooks.slack.com/services/…"
+# format = "slack"                  # slack | json
+# on = ["step-failed", "finding:warning", "plan-finished", "drift", "rollback"]
 """

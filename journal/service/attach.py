@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.events import OutputChunk, StepFinished, StepReattached, StepStarted
@@ -29,6 +30,9 @@ from journal.service.steps import StepRun, StepWatch, connect
 from journal.store import EventStore
 from journal.transport import transport_for
 from journal.transport.base import Cancel, Outcome, Stopper
+
+if TYPE_CHECKING:
+    from journal.notify import Notifier
 
 
 def _since(started: str, ended: float | None) -> float:
@@ -57,6 +61,7 @@ def attach_lost(
     echo: StepWatch,
     *,
     accept_new_host_key: bool = False,
+    notifier: Notifier | None = None,
 ) -> list[StepRun]:
     """Before anything runs on ``hosts``: attach to their lost runs (a command that may still
     be running there is waited for and recorded to its end, so that the next step never runs
@@ -69,7 +74,9 @@ def attach_lost(
         f"{len(lost)} run(s) on these hosts lost their recorder: recording how they ended "
         "before anything else runs there"
     )
-    return attach(store, runbook, lost, echo, accept_new_host_key=accept_new_host_key)
+    return attach(
+        store, runbook, lost, echo, accept_new_host_key=accept_new_host_key, notifier=notifier
+    )
 
 
 def lost_runs(
@@ -163,13 +170,17 @@ def attach(
     cancel: threading.Event | None = None,
     *,
     accept_new_host_key: bool = False,
+    notifier: Notifier | None = None,
 ) -> list[StepRun]:
-    """Record the rest of each lost run and how it ended, one after the other."""
+    """Record the rest of each lost run and how it ended, one after the other (``notifier``
+    hears each end)."""
     cancel = cancel or Cancel()
     done = []
     with heartbeat(store, runbook.name):
         for item in lost:
             done.append(_attach(store, runbook, item, echo, cancel, accept_new_host_key))
+            if notifier is not None:
+                notifier.run_ended(done[-1])
             if cancel.is_set():
                 break
     return done
