@@ -382,6 +382,11 @@ def test_journal_notify_test_sends_a_sample(tmp_path: Path, receiver: Receiver) 
     assert body["url"] == f"{BASE}/j/notify-test"
     assert [(s["trigger"], s["delivered"]) for s in _sent(db)] == [("test", True)]
     assert TOKEN.encode() not in _stored_bytes(db)
+    from journal.web import create_app
+
+    client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    page = client.get("/j/notify-test/hosts").get_data(as_text=True)
+    assert 'id="notifications"' in page and "delivered (HTTP 200)" in page
 
     for name, says in (
         ("chta", "did you mean 'chat'"),
@@ -514,3 +519,38 @@ def test_a_body_is_masked_as_the_record_is(tmp_path: Path, receiver: Receiver) -
     [(_, body)] = receiver.bodies
     assert "hunter2" not in json.dumps(body) and TOKEN not in json.dumps(body)
     assert body["reason"] == "could not log in with [REDACTED] at [REDACTED]"
+
+
+def test_a_rollback_run_is_told_with_its_target(tmp_path: Path, receiver: Receiver) -> None:
+    """What `journal rollback` runs is a step run whose target the notifier hears with its
+    end (here handed the run as `run_step_fleet` hands it, without a rollback to run)."""
+    from journal.notify import Webhooks
+    from journal.service.steps import StepRun
+    from journal.store import EventStore
+    from journal.transport import Outcome
+
+    runbook = parse(
+        HEAD + f'\n[notify.ops]\nurl = "{receiver.url()}"\non = ["rollback"]\n', tmp_path / "rb"
+    )
+    target = {"to": "before:install-torch", "run": "r0", "phase": "before", "packages": {"a": "1"}}
+    store = EventStore(str(tmp_path / "journal.db"))
+    try:
+        hooks = Webhooks(store, runbook, BASE)
+        hooks.run_ended(
+            StepRun("r1", "rollback", "box", Outcome("succeeded", 0, 2.5, None)), target
+        )
+        hooks.run_ended(StepRun("r2", "install", "box", Outcome("failed", 1, 1.0, None)))
+        hooks.close(5)
+    finally:
+        store.close()
+    [(_, body)] = receiver.bodies  # no step-failed channel: the failed run is not told
+    assert body["event"] == "rollback" and body["run"] == "r1" and body["duration"] == 2.5
+    assert body["rollback"] == {
+        "to": "before:install-torch",
+        "run": "r0",
+        "phase": "before",
+        "packages": 1,
+    }
+    assert (
+        body["text"] == "rollback of box to before:install-torch (1 package, before run r0): done"
+    )

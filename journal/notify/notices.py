@@ -8,6 +8,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from journal.display import plural
 from journal.notify.payload import Notice
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def rollback_notice(
     return Notice(
         "rollback",
         journal,
-        f"rollback of {run.host} to {target.get('to')} ({packages} packages, "
+        f"rollback of {run.host} to {target.get('to')} ({plural(packages, 'package')}, "
         f"{target.get('phase')} run {target.get('run')}): {done}",
         rollback={
             "to": target.get("to"),
@@ -115,7 +116,7 @@ def plan_notice(
     base_url: str | None,
 ) -> Notice:
     status = "succeeded" if code == 0 else ("interrupted" if code in (130, 143, 129) else "failed")
-    where = f"{len(steps)} step{'s' if len(steps) != 1 else ''} on {', '.join(hosts) or '-'}"
+    where = f"{plural(len(steps), 'step')} on {', '.join(hosts) or '-'}"
     stopped = f"; failed: {', '.join(failed)}" if failed else ""
     return Notice(
         "plan-finished",
@@ -138,11 +139,10 @@ def plan_notice(
 
 
 def drift_notice(journal: str, groups: list[str], lines: list[str], base_url: str | None) -> Notice:
-    many = len(lines)
     return Notice(
         "drift",
         journal,
-        f"{many} value{'s' if many != 1 else ''} drift from their group's majority in "
+        f"{plural(len(lines), 'value')} drift from their group's majority in "
         f"{journal} ({', '.join(groups)})",
         drift={"groups": groups, "lines": lines},
         url=page_url(base_url, journal, "/hosts"),

@@ -8,7 +8,9 @@ import threading
 
 from flask import Blueprint, current_app, render_template
 
+from journal.events import NotificationSent
 from journal.projections.drift import EVENT_TYPES, Readings, compare, fold, runbook_groups
+from journal.projections.notifications import deliveries
 from journal.web.state import journal_or_404, store
 
 bp = Blueprint("hosts", __name__, url_prefix="/j/<journal>/hosts")
@@ -41,4 +43,11 @@ def page(journal: str) -> str:
     readings = cache.current(journal)
     with cache.lock:  # a fold extending the same readings must not run meanwhile
         report = compare(readings, runbook_groups(readings.runbook, journal))
-    return render_template("hosts/page.html", state=state, journal=journal, report=report)
+    told = deliveries(store().read(journal, types=[NotificationSent.type]))
+    return render_template(
+        "hosts/page.html",
+        state=state,
+        journal=journal,
+        report=report,
+        notifications=[sent for sent in told if sent.trigger in ("drift", "test")][-20:],
+    )
