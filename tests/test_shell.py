@@ -356,6 +356,10 @@ def test_marks_are_taken_out_however_the_stream_is_cut() -> None:
         assert [(m.kind, m.text(0)) for m in found] == [("C", "echo hi"), ("P", "")]
         assert found[0].text(1) == "/" and found[1].fields[0] == "0"
     assert Marks().feed(b"\x1b]0;title\x07") == [b"\x1b]0;title\x07"]  # others pass
+    marks = Marks()
+    assert marks.feed(b"vi\x1b") == [b"vi"] and marks.idle() == b"\x1b"
+    assert marks.feed(b"\x1b]77") == [] and marks.idle() == b"\x1b]77"
+    assert marks.feed(b"\x1b]7733;P;0") == [] and marks.idle() == b""  # a mark under way
 
 
 def test_which_commands_change_packages_and_with_which_python() -> None:

@@ -181,10 +181,11 @@ def relay(term: Any, session: Any) -> int | None:
     os.set_blocking(wake_w, False)
 
     def on_winch(signum: int, frame: object) -> None:
-        with contextlib.suppress(OSError):
-            os.write(wake_w, b"w")
+        """Nothing here: the signal's byte on ``wake_w`` wakes the loop, whichever thread
+        the signal came to (a Python handler runs only once the main thread's select ends)."""
 
     old_winch = signal.signal(signal.SIGWINCH, on_winch)
+    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     saved = None
     with contextlib.suppress(termios.error):
         saved = termios.tcgetattr(0)
@@ -207,6 +208,11 @@ def relay(term: Any, session: Any) -> int | None:
                     why = ("interrupted", "interrupted (journal's terminal closed)")
                     break
                 term.write(data)
+            if not ready:  # quiet a while: an ESC held at the end of a read began no mark
+                held = marks.idle()
+                if held:
+                    session.output(held)
+                    screen.write(held)
             if shell_fd in ready:
                 data = term.read()
                 if not data:
@@ -228,6 +234,7 @@ def relay(term: Any, session: Any) -> int | None:
         if saved is not None:
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(0, termios.TCSAFLUSH, saved)
+        signal.set_wakeup_fd(old_wakeup)
         signal.signal(signal.SIGWINCH, old_winch)
         with contextlib.suppress(OSError):
             screen.write(marks.rest())

@@ -80,6 +80,7 @@ __EXPORTS__
 HISTCONTROL=${HISTCONTROL//ignoreboth/ignoredups}
 HISTCONTROL=${HISTCONTROL//ignorespace/}
 HISTIGNORE=
+[[ ${HISTSIZE-} == 0 ]] && HISTSIZE=500
 set -o history
 __journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
 __journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
@@ -238,6 +239,14 @@ class Marks:
         """What was held back (a mark that never ended), to pass on at the end."""
         rest, self._pending = self._pending, b""
         return rest
+
+    def idle(self) -> bytes:
+        """Held bytes that could only have begun a mark (an ``ESC`` at the end of a read),
+        to pass on once nothing more came for a while: the rest of a mark of ours comes in
+        the same write."""
+        if self._pending and len(self._pending) < len(OSC):
+            return self.rest()
+        return b""
 
 
 def _partial_prefix(buf: bytes) -> int:
