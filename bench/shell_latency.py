@@ -1,6 +1,7 @@
 """What `journal shell` adds to each keystroke: the echo round trip of one typed byte through
 `journal shell` against bare `ssh -t` to a real sshd on loopback (and, for the local host,
-against bare bash in a pseudo-terminal).
+against bare bash in a pseudo-terminal); then, for information, what a whole command costs
+(Enter on `true` to the next prompt: the hooks, the run's events, the verdict).
 
 Target (issue 18): under 5 ms added, median. Each sample types one character at the shell's
 prompt and waits for readline to echo it back; every 40 characters the line is cleared
@@ -56,7 +57,21 @@ def keystrokes(term: Pty, keys: int) -> list[float]:
             select.select([term.fd], [], [], 5.0)
             got += os.read(term.fd, 65536)
         samples.append((time.perf_counter() - start) * 1000)
-    os.write(term.fd, b"\x15exit\r")
+    os.write(term.fd, b"\x15")
+    quiet(term)
+    return samples
+
+
+def commands(term: Pty, count: int) -> list[float]:
+    """Milliseconds from Enter on `true` to the next prompt (journal: the hooks' marks, the
+    run's events, the verdict)."""
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        os.write(term.fd, b"true\r")
+        term.expect(PROMPT)
+        samples.append((time.perf_counter() - start) * 1000)
+    os.write(term.fd, b"exit\r")
     return samples
 
 
@@ -64,13 +79,14 @@ def figures(name: str, samples: list[float]) -> float:
     samples = sorted(samples)
     median = statistics.median(samples)
     p90 = samples[int(len(samples) * 0.9)]
-    print(f"{name:<28} median {median:6.3f} ms   p90 {p90:6.3f} ms   ({len(samples)} keys)")
+    print(f"{name:<36} median {median:7.3f} ms   p90 {p90:7.3f} ms   ({len(samples)})")
     return median
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=400, help="keystrokes per path")
+    parser.add_argument("--commands", type=int, default=30, help="commands per path")
     args = parser.parse_args()
     with SshServer("127.0.0.1") as server, tempfile.TemporaryDirectory() as tmp:
         home = SshHome([server])
@@ -100,6 +116,7 @@ def main() -> int:
                 term = Pty(argv, env, folder)
                 try:
                     medians[name] = figures(name, keystrokes(term, args.keys))
+                    figures(f"  a command ({name})", commands(term, args.commands))
                     term.finish()
                 finally:
                     term.kill()
