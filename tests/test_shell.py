@@ -37,6 +37,7 @@ from journal.service.shell import (
     changes_packages,
     named_python,
     outcome_of,
+    where_of,
 )
 from journal.store import EventStore
 from journal.web import create_app
@@ -375,6 +376,18 @@ def test_which_commands_change_packages_and_with_which_python() -> None:
     assert named_python("/e/bin/python3 -m pip install x") == "/e/bin/python3"
     assert named_python("/e/bin/pip install x") == "/e/bin/python"
     assert named_python("pip install x") is None
+    venv = where_of("/v\n\n/v/bin/python3\n/v/bin/python\n/v/bin/pip\nalias pip3='x'")
+    assert venv == {
+        "VIRTUAL_ENV": "/v",
+        "python3": "/v/bin/python3",
+        "python": "/v/bin/python",
+        "pip": "/v/bin/pip",
+    }
+    assert named_python("pip install x", venv) == "/v/bin/python"
+    assert named_python("python -m pip install x", venv) == "/v/bin/python"
+    assert named_python("uv pip install x", venv) == "/v/bin/python"
+    assert named_python("uv pip install -p /e/py x", venv) == "/e/py"
+    assert named_python("pip3 install x", venv) is None  # an alias: the host's
     assert outcome_of(0) == ("succeeded", None, None)
     assert outcome_of(2)[0] == "failed"
     assert outcome_of(130)[:2] == ("interrupted", "SIGINT")
@@ -519,3 +532,28 @@ def test_journal_stopped_by_sighup_records_the_running_command_and_ends_the_shel
     while Path(f"/proc/{pid}").exists():  # the shell went with it
         assert time.monotonic() < end, "the shell outlived journal's session"
         time.sleep(0.05)
+
+
+def test_an_install_in_an_activated_venv_is_snapshotted_there(tmp_path: Path, demo: Path) -> None:
+    rb = runbook(tmp_path, demo, "local")
+    # the host's python is another one: the session's venv is the one meant
+    target = f'python = "{demo / "ml-env/bin/python3"}"'
+    rb.write_text(rb.read_text().replace(target, 'python = "python3"'))
+    index = f"file://{demo}/indexes/cu130/simple"
+    shell = start(tmp_path, rb, dict(os.environ))
+    try:
+        shell.expect(PROMPT)
+        shell.type(f". {demo / 'ml-env/bin/activate'}")
+        assert b"Checked 1 package" in shell.type(f"{UV} pip install torch --index-url {index}")
+        os.write(shell.fd, b"exit\r")
+        shell.finish()
+    finally:
+        shell.kill()
+    install = runs(tmp_path / "journal.db")[1]
+    assert install["snap"]["before"]["torch"]["version"] == "2.12.0.dev20260226+cu130"
+    snapped = [
+        r.event.python
+        for r in records(tmp_path / "journal.db")
+        if isinstance(r.event, PackagesSnapshotted)
+    ]
+    assert snapped and all(p.startswith(str(demo / "ml-env")) for p in snapped)

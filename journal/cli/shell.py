@@ -250,9 +250,11 @@ def relay(term: Any, session: Any) -> int | None:
 
 def _on_mark(mark: Any, term: Any, session: Any, screen: _Screen, ack: bytes) -> None:
     if mark.kind == "C":
+        from journal.service.shell import where_of
+
         command, cwd = mark.text(0), mark.text(1)
         try:
-            session.started(command, cwd)
+            session.started(command, cwd, where_of(mark.text(3)))
         finally:
             if mark.fields[2:3] == ("1",):
                 term.write(ack)  # the hook waits for it: the command goes on now

@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import getpass
 import os
+import posixpath
 import re
 import shlex
 import signal
@@ -84,13 +85,18 @@ HISTIGNORE=
 set -o history
 __journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
 __journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
+__journal_where() {  # which env a package command acts on: journal takes its snapshots there
+  builtin printf '%s\n' "${VIRTUAL_ENV-}" "${CONDA_PREFIX-}" "$(command -v python3)" \
+    "$(command -v python)" "$(command -v pip)" "$(command -v pip3)"
+}
 __journal_preexec() {
-  local c w=0
+  local c e w=0
   c=$(HISTTIMEFORMAT= builtin history 1)
   [[ $c =~ ^\ *[0-9]+[*\ ]\  ]] && c=${c:${#BASH_REMATCH[0]}}
   [[ $c =~ $__journal_wait_re ]] && w=1
-  builtin printf '\033]7733;C;%s;%s;%s\007' "$(__journal_b64 "$c")" \
-    "$(__journal_b64 "$PWD")" "$w" >/dev/tty
+  (( w )) && e=$(__journal_b64 "$(__journal_where)")
+  builtin printf '\033]7733;C;%s;%s;%s;%s\007' "$(__journal_b64 "$c")" \
+    "$(__journal_b64 "$PWD")" "$w" "$e" >/dev/tty
   if (( w )); then builtin read -r -s -t 300 __journal_ack </dev/tty; fi
   return 0
 }
@@ -147,11 +153,16 @@ unset __journal_dir
 __EXPORTS__
 __journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
 __journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
+__journal_where() {  # which env a package command acts on: journal takes its snapshots there
+  builtin printf '%s\n' "${VIRTUAL_ENV-}" "${CONDA_PREFIX-}" "$(command -v python3)" \
+    "$(command -v python)" "$(command -v pip)" "$(command -v pip3)"
+}
 __journal_preexec() {
-  local c=$1 w=0
+  local c=$1 e w=0
   [[ $c =~ $__journal_wait_re ]] && w=1
-  builtin printf '\033]7733;C;%s;%s;%s\007' "$(__journal_b64 "$c")" \
-    "$(__journal_b64 "$PWD")" "$w" >/dev/tty
+  (( w )) && e=$(__journal_b64 "$(__journal_where)")
+  builtin printf '\033]7733;C;%s;%s;%s;%s\007' "$(__journal_b64 "$c")" \
+    "$(__journal_b64 "$PWD")" "$w" "$e" >/dev/tty
   if (( w )); then builtin read -rs -t 300 __journal_ack </dev/tty; fi
   return 0
 }
@@ -283,9 +294,22 @@ def changes_packages(command: str) -> bool:
     return False
 
 
-def named_python(command: str) -> str | None:
-    """The python a package command names (``uv pip … --python X``, ``X -m pip``,
-    ``/env/bin/pip``), where it names one; None for the host's."""
+#: What the command start hook says of a package command's session, line by line.
+WHERE = ("VIRTUAL_ENV", "CONDA_PREFIX", "python3", "python", "pip", "pip3")
+
+
+def where_of(text: str) -> dict[str, str]:
+    """The hook's lines as a dict (the empty ones, and ``command -v`` aliases, left out)."""
+    lines = text.split("\n")
+    return {k: v for k, v in zip(WHERE, lines, strict=False) if v.startswith("/")}
+
+
+def named_python(command: str, where: dict[str, str] | None = None) -> str | None:
+    """The python a package command acts on: the one it names (``uv pip … --python X``,
+    ``X -m pip``, ``/env/bin/pip``), else the session's (``where``: an activated venv or
+    conda env, the PATH's ``pip`` or ``python``); None for the host's."""
+    where = where or {}
+    env = where.get("VIRTUAL_ENV") or where.get("CONDA_PREFIX")
     for words in shell_pieces(command):
         for i, word in enumerate(words):
             base = word.rsplit("/", 1)[-1]
@@ -296,11 +320,14 @@ def named_python(command: str) -> str | None:
                         return rest[j + 1]
                     if arg.startswith("--python="):
                         return arg.split("=", 1)[1]
-                return None
-            if _PYTHON.fullmatch(base) and rest[:2] == ["-m", "pip"] and "/" in word:
-                return word
-            if _PIP.fullmatch(base) and "/" in word:
-                return word.rsplit("/", 1)[0] + "/python"
+                return f"{env}/bin/python" if env else None
+            if _PYTHON.fullmatch(base) and rest[:2] == ["-m", "pip"]:
+                return word if "/" in word else where.get(word) or where.get("python3")
+            if _PIP.fullmatch(base):
+                pip = word if "/" in word else where.get(word)
+                return pip.rsplit("/", 1)[0] + "/python" if pip else None
+            if base in _CONDAS and where.get("CONDA_PREFIX"):
+                return where["CONDA_PREFIX"] + "/bin/python"
     return None
 
 
@@ -375,9 +402,10 @@ class ShellSession:
             self._checks[key] = checks
         return checks
 
-    def started(self, command: str, cwd: str | None) -> str:
+    def started(self, command: str, cwd: str | None, where: dict[str, str] | None = None) -> str:
         """A command began (its start mark): recorded; the package snapshot before it taken
-        first when it changes packages. Its run id."""
+        first when it changes packages (of the python it acts on: :func:`named_python`,
+        ``where`` what the hook said of the session). Its run id."""
         if self.running is not None:  # no end mark came (the shell was replaced): closed
             self.ended(None, None, why=("interrupted", "interrupted (no end mark came)"))
         run_id = _run_id()
@@ -400,7 +428,10 @@ class ShellSession:
         )
         checks = before = None
         if changes_packages(command):
-            checks = self._checks_for(named_python(command))
+            python = named_python(command, where)
+            if python and "/" in python and not python.startswith(("/", "~")) and cwd:
+                python = posixpath.join(cwd, python)  # relative to where it ran
+            checks = self._checks_for(python)
             before = checks.snapshot("before", run_id, run_id)
         recorder = OutputRecorder(self.append, run_id, self.host.name, self.redactor)
         self.running = _Running(run_id, command, time.monotonic(), recorder, checks, before)
