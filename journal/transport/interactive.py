@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from journal.transport.ssh import SshTransport
 
 READ_SIZE = 64 * 1024
+#: How long an SSH shell's exit status may come after its output ended.
+EXIT_STATUS_WAIT_S = 10.0
 
 
 def window_size(fd: int) -> tuple[int, int]:
@@ -190,7 +192,11 @@ class SshTerminal(Terminal):
             self.chan.resize_pty(width=cols, height=rows)
 
     def close(self) -> int | None:
-        status = None if self.lost else self.chan.exit_status
+        status = None
+        if not self.lost:
+            # sshd sends the exit status after the end of the output: wait for it a while
+            self.chan.status_event.wait(EXIT_STATUS_WAIT_S)
+            status = self.chan.exit_status
         self.chan.close()
         return None if status == -1 else status
 
