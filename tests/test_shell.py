@@ -510,14 +510,16 @@ def test_bad_input_records_nothing(tmp_path: Path, demo: Path) -> None:
 
 
 def test_journal_stopped_by_sighup_records_the_running_command_and_ends_the_shell(
-    tmp_path: Path, demo: Path
+    tmp_path: Path, demo: Path, session
 ) -> None:
-    rb = runbook(tmp_path, demo, "local")
-    shell = start(tmp_path, rb, dict(os.environ))
+    rb, env = session
+    shell = start(tmp_path, rb, env)
+    pid_file = tmp_path / "shell.pid"
+    line = f"echo $$ > {pid_file}; sleep 30"
     try:
         shell.expect(PROMPT)
-        os.write(shell.fd, b"echo $$ > shell.pid; sleep 30\r")
-        started(tmp_path / "journal.db", "echo $$ > shell.pid; sleep 30")
+        os.write(shell.fd, line.encode() + b"\r")
+        started(tmp_path / "journal.db", line)
         os.kill(shell.pid, signal.SIGHUP)  # journal's own terminal went away
         assert shell.finish() == 128 + signal.SIGHUP
     finally:
@@ -527,7 +529,7 @@ def test_journal_stopped_by_sighup_records_the_running_command_and_ends_the_shel
         "interrupted",
         "interrupted (SIGHUP): journal stopped",
     )
-    pid = int((tmp_path / "shell.pid").read_text())
+    pid = int(pid_file.read_text())
     end = time.monotonic() + WAIT_S
     while Path(f"/proc/{pid}").exists():  # the shell went with it
         assert time.monotonic() < end, "the shell outlived journal's session"

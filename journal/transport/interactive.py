@@ -193,8 +193,8 @@ class SshTerminal(Terminal):
 
     def close(self) -> int | None:
         status = None
-        if not self.lost:
-            # sshd sends the exit status after the end of the output: wait for it a while
+        if not self.lost and self.chan.eof_received:
+            # the shell ended: sshd sends its exit status after the end of the output
             self.chan.status_event.wait(EXIT_STATUS_WAIT_S)
             status = self.chan.exit_status
         self.chan.close()
