@@ -63,6 +63,15 @@ GONE = ("interrupted", "interrupted (the shell ended)")
 #: The ack journal types (not echoed) to let a command whose hook waits go on.
 ACK = b"\n"
 
+#: What the bash and zsh hooks share: base64, which lines wait, which env they act on.
+_COMMON = r"""__journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
+__journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
+__journal_where() {  # which env a package command acts on: journal takes its snapshots there
+  builtin printf '%s\n' "${VIRTUAL_ENV-}" "${CONDA_PREFIX-}" "$(command -v python3)" \
+    "$(command -v python)" "$(command -v pip)" "$(command -v pip3)"
+}
+"""
+
 _BASH_RC = r"""# journal shell: this session's shell integration (this file removes itself)
 command rm -f -- "${BASH_SOURCE[0]}"
 if [[ -n ${__JOURNAL_LOGIN-} ]]; then
@@ -83,12 +92,7 @@ HISTCONTROL=${HISTCONTROL//ignorespace/}
 HISTIGNORE=
 [[ ${HISTSIZE-} == 0 ]] && HISTSIZE=500
 set -o history
-__journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
-__journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
-__journal_where() {  # which env a package command acts on: journal takes its snapshots there
-  builtin printf '%s\n' "${VIRTUAL_ENV-}" "${CONDA_PREFIX-}" "$(command -v python3)" \
-    "$(command -v python)" "$(command -v pip)" "$(command -v pip3)"
-}
+__COMMON__
 __journal_preexec() {
   local c e w=0
   c=$(HISTTIMEFORMAT= builtin history 1)
@@ -133,7 +137,8 @@ def bash_rc(exports: dict[str, str], remote: bool, journal: list[str] | None = N
     functions = _REMOTE_FUNCTIONS if remote else ""
     if not remote and journal:
         functions = f'journal() {{ {shlex.join(journal)} "$@"; }}\n'
-    return _BASH_RC.replace("__EXPORTS__", lines).replace("__FUNCTIONS__", functions)
+    rc = _BASH_RC.replace("__COMMON__\n", _COMMON).replace("__EXPORTS__", lines)
+    return rc.replace("__FUNCTIONS__", functions)
 
 
 _ZSHENV = r"""# journal shell: this session's shell integration (see .zshrc)
@@ -151,12 +156,7 @@ unset __JOURNAL_ZDOTDIR
 command rm -rf -- "$__journal_dir"
 unset __journal_dir
 __EXPORTS__
-__journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
-__journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
-__journal_where() {  # which env a package command acts on: journal takes its snapshots there
-  builtin printf '%s\n' "${VIRTUAL_ENV-}" "${CONDA_PREFIX-}" "$(command -v python3)" \
-    "$(command -v python)" "$(command -v pip)" "$(command -v pip3)"
-}
+__COMMON__
 __journal_preexec() {
   local c=$1 e w=0
   [[ $c =~ $__journal_wait_re ]] && w=1
@@ -182,7 +182,8 @@ def zsh_files(exports: dict[str, str], journal: list[str] | None = None) -> dict
     (from their ZDOTDIR, or HOME), then set the hooks (preexec gets the line as typed)."""
     lines = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in exports.items())
     functions = f'journal() {{ {shlex.join(journal)} "$@"; }}\n' if journal else ""
-    rc = _ZSHRC.replace("__EXPORTS__", lines).replace("__FUNCTIONS__", functions)
+    rc = _ZSHRC.replace("__COMMON__\n", _COMMON).replace("__EXPORTS__", lines)
+    rc = rc.replace("__FUNCTIONS__", functions)
     return {".zshenv": _ZSHENV, ".zshrc": rc}
 
 
