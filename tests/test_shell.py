@@ -411,6 +411,11 @@ def test_secrets_and_unechoed_input_are_not_recorded_and_ctrl_z_stops(
         shell.expect(b"Pw: ")
         os.write(shell.fd, b"hunter2-typed\r")  # not echoed: never seen, never recorded
         assert b"got 13" in shell.expect(PROMPT)
+        os.write(shell.fd, b"for i in 1 2; do\r")  # a command over lines: one run
+        shell.expect(b"> ")
+        os.write(shell.fd, b"echo n$i\r")
+        shell.expect(b"> ")
+        assert b"n1\r\nn2\r\n" in shell.type("done")
         os.write(shell.fd, b"sleep 30\r")
         started(tmp_path / "journal.db", "sleep 30")
         os.write(shell.fd, b"\x1a")  # Ctrl-Z: a job of the shell now
@@ -422,14 +427,16 @@ def test_secrets_and_unechoed_input_are_not_recorded_and_ctrl_z_stops(
         shell.kill()
     assert b"hunter2-typed" not in shell.seen
     done = runs(tmp_path / "journal.db")
-    assert [r["start"].command for r in done][:3] == [
+    assert [r["start"].command for r in done][:4] == [
         'echo "value: $HF_TOKEN"',
         'read -r -s -p "$(printf \'P%s: \' w)" pw; echo "got ${#pw}"',
+        "for i in 1 2; do echo n$i; done",
         "sleep 30",
     ]
     assert SECRET.encode() not in done[0]["out"] and b"value: " in done[0]["out"]
     assert done[1]["out"] == b"Pw: got 13\r\n"
-    stopped = done[2]["end"]
+    assert done[2]["out"] == b"n1\r\nn2\r\n"
+    stopped = done[3]["end"]
     assert (stopped.status, stopped.exit_code, stopped.signal) == ("interrupted", 148, "SIGTSTP")
     everything = b"".join(str(r.event).encode() for r in records(tmp_path / "journal.db"))
     assert SECRET.encode() not in everything and b"hunter2" not in everything
