@@ -288,6 +288,10 @@ def test_a_session_is_recorded_command_by_command(tmp_path: Path, demo: Path, se
     client = create_app({"DB": str(tmp_path / "journal.db"), "TESTING": True}).test_client()
     html = client.get("/j/shell").get_data(as_text=True)
     assert html.count('<span class="tag interactive"') == len(done)
+    only = client.get("/j/shell?kind=interactive").get_data(as_text=True)
+    assert only.count('<span class="tag interactive"') == len(done)
+    assert '<option value="interactive" selected>' in only
+    assert "by hand" in html and "by hand" not in only  # the note is no interactive run
     page = client.get(f"/j/shell/run/{noop['start'].run}").get_data(as_text=True)
     assert 'class="tag interactive"' in page and "noop-install" in page
     # the demo's env back as it was, for the next session of this module

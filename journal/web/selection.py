@@ -23,7 +23,7 @@ from journal.projections.timeline import (
 from journal.store import EventStore
 from journal.web.state import JournalState
 
-KINDS = ("step", "probe", "note", "metric", "host-key")
+KINDS = ("step", "interactive", "probe", "note", "metric", "host-key")
 STATUSES = ("succeeded", "failed", "interrupted", "lost", "timed-out", "running", "imported")
 LAYOUTS = ("list", "hosts")
 
@@ -92,6 +92,14 @@ def kind_of(item: TimelineItem) -> str:
     return "host-key"
 
 
+def is_kind(item: TimelineItem, kind: str) -> bool:
+    """Whether ``item`` is of ``kind`` (``interactive``: a step run typed in `journal shell`,
+    which is a ``step`` too)."""
+    if kind == "interactive":
+        return isinstance(item, StepRunView) and item.interactive
+    return kind_of(item) == kind
+
+
 def host_of(item: TimelineItem) -> str | None:
     """The host an item is about (None for a note about the whole journal)."""
     return item.host
@@ -121,7 +129,7 @@ def select_items(
     for item in state.timeline.items:
         if query.host and host_of(item) not in (query.host, None):
             continue
-        if query.kind and kind_of(item) != query.kind:
+        if query.kind and not is_kind(item, query.kind):
             continue
         if query.status and status_of(item) != query.status:
             continue
