@@ -446,7 +446,7 @@ def test_secrets_and_unechoed_input_are_not_recorded_and_ctrl_z_stops(
     assert SECRET.encode() not in everything and b"hunter2" not in everything
 
 
-def test_a_dropped_connection_ends_the_session_with_the_command_interrupted(
+def test_a_dropped_connection_ends_the_session_with_the_command_cut_off(
     tmp_path: Path, demo: Path, sshd: SshServer, ssh_home: SshHome
 ) -> None:
     rb = runbook(tmp_path, demo, sshd.alias)
