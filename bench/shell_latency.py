@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import select
+import shutil
 import statistics
 import sys
 import tempfile
@@ -87,6 +88,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=400, help="keystrokes per path")
     parser.add_argument("--commands", type=int, default=30, help="commands per path")
+    parser.add_argument(
+        "--history",
+        type=Path,
+        help="a copy of this database is the journal (named 'history', as bench/history.py "
+        "makes it: .bench-cache/history-1-100000.db), so that the cost of a long journal shows",
+    )
     args = parser.parse_args()
     with SshServer("127.0.0.1") as server, tempfile.TemporaryDirectory() as tmp:
         home = SshHome([server])
@@ -96,12 +103,15 @@ def main() -> int:
             rc = folder / "bashrc"
             rc.write_text(f"PS1='{PROMPT.decode()}'\nbind 'set enable-bracketed-paste off'\n")
             runbook = folder / "runbook.toml"
+            name = "history" if args.history else "latency"
             runbook.write_text(
-                '[journal]\nname = "latency"\n\n'
+                f'[journal]\nname = "{name}"\n\n'
                 f'[hosts.ssh]\nssh = "{server.alias}"\nenv = {{ PS1 = "{PROMPT.decode()}" }}\n\n'
                 f'[hosts.local]\nssh = "local"\nenv = {{ PS1 = "{PROMPT.decode()}" }}\n'
             )
             db = folder / "journal.db"
+            if args.history:
+                shutil.copy(args.history, db)
             shell = [*JOURNAL, "--db", str(db), "--runbook", str(runbook), "shell", "--host"]
             bare_ssh = ["ssh", "-F", str(home.config_path), "-tt", server.alias]
             bare_ssh.append(f"exec bash --rcfile {rc} -i")
