@@ -325,8 +325,8 @@ def test_a_receiver_that_never_answers_holds_up_neither_the_step_nor_the_exit(
     assert done.returncode == 3, text(done.stderr)
     assert len(receiver.bodies) == 1  # it was sent, and never answered
     finished = _finished(db)
-    assert finished["duration"] < 30  # the step did not wait for the receiver
     [sent] = _sent(db)
+    # the step's end was recorded before the delivery's outcome: it did not wait for it
     assert sent["seq"] > finished["seq"]
     assert not sent["delivered"] and sent["attempt"] == 1
     assert sent["reason"].startswith("not delivered: journal ended first (it waits at most 2 s")

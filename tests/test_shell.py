@@ -468,7 +468,6 @@ def test_a_dropped_connection_ends_the_session_with_the_command_cut_off(
     assert "connection" in only["end"].reason and "lost" in only["end"].reason
 
 
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_a_zsh_session_is_recorded_through_its_own_hooks(tmp_path: Path, demo: Path) -> None:
     rb = runbook(tmp_path, demo, "local")
     home = tmp_path / "home"
