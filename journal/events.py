@@ -121,7 +121,8 @@ class OutputChunk(Event):
 
 @dataclass(frozen=True)
 class StepFinished(Event):
-    """A step ended: ``status`` is succeeded, failed, interrupted or timed-out.
+    """A step ended: ``status`` is succeeded, failed, interrupted, timed-out, or skipped (a
+    benchmark that could not run on that host and said why in ``reason``: no failure).
 
     ``exit_code`` is the command's own status (None when it never returned one), ``signal``
     the signal that ended it where known, ``reason`` a sentence for anything but a plain exit.
@@ -176,7 +177,13 @@ class ProbeRecorded(Event):
     """A probe ran on a host and returned ``result`` (its JSON), or failed with ``error``.
 
     Probes that follow a step carry that step run's ``run``; a field a probe could not read
-    holds ``{"unavailable": "why"}`` in ``result`` rather than failing the probe.
+    holds ``{"unavailable": "why"}`` in ``result`` rather than failing the probe. A probe
+    that could not be read at all (``result`` None: the target python missing or crashing,
+    output that is no JSON) is recorded too, ``error`` saying why (redacted as recorded): a
+    package snapshot that failed is one of these, ``probe`` ``packages``, since it has no
+    package set to record. ``phase`` says when it ran: ``before`` or ``after`` its step run
+    (a snapshot), ``after`` (a probe after a step), ``probe`` (`journal run probe`); None in
+    events recorded before journal kept it.
     """
 
     type: ClassVar[str] = "ProbeRecorded"
@@ -187,6 +194,7 @@ class ProbeRecorded(Event):
     seconds: float
     error: str | None = None
     run: str | None = None
+    phase: str | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,9 @@ MAX_CHUNK = 256 * 1024
 #: secret still being printed there is whole in the next chunk, and one straddling the cut is
 #: seen whole (:meth:`Redactor.safe_cut`).
 LONG_LINE_SLACK = WINDOW
+#: The most output kept as printed for a reader that parses it (a benchmark's parser); past
+#: it none is kept and the reader reads the record.
+KEEP_LIMIT = 64 * 1024 * 1024
 
 
 def encode(data: bytes) -> tuple[str, str]:
@@ -81,6 +84,7 @@ class OutputRecorder:
         redactor: Redactor,
         echo: Callable[[str, bytes], None] | None = None,
         offsets: dict[str, int] | None = None,
+        keep: bool = False,
     ) -> None:
         self._append = append
         self.run_id = run_id
@@ -96,6 +100,10 @@ class OutputRecorder:
         #: bytes of each stream stored so far, counted from the command's first (an attached
         #: recorder starts where the record stood)
         self.stored = {"stdout": 0, "stderr": 0, **(offsets or {})}
+        #: with ``keep``, the chunks as printed (before redaction), in the order stored, for
+        #: a parser to read evidence from (then redact what it read); None past KEEP_LIMIT
+        self._kept: list[bytes] | None = [] if keep else None
+        self._kept_size = 0
 
     def feed(self, stream: str, data: bytes) -> None:
         if self.echo is not None:
@@ -163,6 +171,11 @@ class OutputRecorder:
             self.stored[stream] += len(data)
             if buf:
                 self._first[stream] = self._line.get(stream, t)
+            if self._kept is not None:
+                self._kept_size += len(data)
+                self._kept = self._kept if self._kept_size <= KEEP_LIMIT else None
+                if self._kept is not None:
+                    self._kept.append(data)
             clean, redactions = self.redactor.bytes(data, stream)
             text, encoding = encode(clean)
             chunks.append(
@@ -186,6 +199,13 @@ class OutputRecorder:
     def close(self) -> None:
         """Flush everything left, unfinished lines and characters included."""
         self.flush(final=True)
+
+    def printed(self) -> str | None:
+        """The output as printed, both streams in the order stored, as the record's text
+        reads (each chunk's bytes that are not UTF-8 replaced); None unless kept whole."""
+        if self._kept is None:
+            return None
+        return "".join(chunk.decode("utf-8", "replace") for chunk in self._kept)
 
 
 def _char_start(data: bytes, at: int) -> int:

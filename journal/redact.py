@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from journal.versions import is_version
+
 MASK = "[REDACTED]"
 MASK_B = MASK.encode()
 
@@ -44,8 +46,17 @@ SECRET_NAME = re.compile(
 #: Keys of stored dicts (probe results, labels, expectations) whose string value is a secret.
 SECRET_KEY = re.compile(
     r"(?i)^[A-Za-z0-9_.-]*(?:token|password|passwd|passphrase|secret|api[_-]?key|_key"
-    r"|accountkey|credentials?|authorization|_pass|_pwd)$"
+    r"|accountkey|credentials?|auth|authorization|_pass|_pwd)$"
 )
+
+#: The secret word a :data:`SECRET_KEY` name ends with.
+_KEY_WORD = re.compile(
+    r"(?i)(?:token|password|passwd|passphrase|secret|api[_-]?key|_key|accountkey|credentials?"
+    r"|auth|authorization|_pass|_pwd)$"
+)
+#: Keys whose mapping is keyed by distribution names (a package snapshot's ``packages``,
+#: torch-env's ``packages``): those keys are data, never a secret-named field.
+NAME_MAPS = frozenset({"packages"})
 
 #: Secret values shorter than this are not searched for in output: too many false hits.
 MIN_VALUE_LENGTH = 6
@@ -78,6 +89,13 @@ class Span(NamedTuple):
     stop: int = 0
 
 
+#: What finds a pattern's spans: (the data as matched, lowercased for a case-insensitive
+#: pattern; the match; the data as printed; strict), or None to leave the match. ``strict``
+#: (where a cut may go, :meth:`Redactor.safe_cut`) drops the exceptions that hang on what
+#: the value is: its end may not have been printed yet.
+SpanOf = Callable[[bytes, re.Match[bytes], bytes, bool], "Span | None"]
+
+
 class _Pattern(NamedTuple):
     kind: str
     #: led by a literal, with a group ``v`` (the value masked) or masking the whole match
@@ -89,7 +107,7 @@ class _Pattern(NamedTuple):
     #: lowercase words of which the data must hold one, for regexes not led by one of them
     needles: tuple[bytes, ...] = ()
     #: what to mask for a match, or None to leave it (default: group ``v``, or the match)
-    span: Callable[[bytes, re.Match[bytes]], Span | None] | None = None
+    span: SpanOf | None = None
 
 
 def _token(prefix: bytes, rest: bytes) -> re.Pattern[bytes]:
@@ -119,27 +137,89 @@ _QUOTES = (b'\\"', b"\\'", b'"', b"'")
 _LITERALS = (b"true", b"false", b"null", b"none")
 
 
-def _named(data: bytes, m: re.Match[bytes]) -> Span | None:
+#: A version number: PEP 440 with a dot in its release (``0.14.0``, ``2.11.0+cu130``), and
+#: conda's ``=build`` after it (``0.14.0=pypi_0``).
+_VERSION_START = re.compile(rb"v?\d+\.\d")
+_CONDA_BUILD = re.compile(rb"[a-z0-9_.+]+", re.IGNORECASE)
+#: A measurement: a number with a fraction, or with a unit after it (``35.2 ms``, ``3 ms``).
+_MEASURE = re.compile(
+    rb"\d+(?P<frac>\.\d+)?(?:e[+-]?\d+)?(?:[ \t]*(?P<unit>(?:[mun]|\xc2\xb5)?s|min|%"
+    rb"|[kmgt]?i?b(?:/s)?|tok(?:en)?s?/s|req(?:uest)?s?/s|it/s))?(?![a-z0-9_./])"
+)
+
+
+def _versionish(value: bytes) -> bool:
+    """Whether ``value`` is a version number (as packages are pinned and listed)."""
+    if not _VERSION_START.match(value):
+        return False
+    version, _, build = value.partition(b"=")
+    if build and not _CONDA_BUILD.fullmatch(build):
+        return False
+    return is_version(version.decode("ascii", "replace"))
+
+
+def _identifier_part(name: bytes, word: int) -> bool:
+    """Whether the secret word at ``word`` of ``name`` (as printed) is a part of an
+    identifier on its own: the name's beginning, after ``_`` (``HF_TOKEN``, ``db_password``,
+    ``_key``), or a camelCase part (``sessionToken``). Otherwise (``tiktoken``, ``oauth``,
+    ``google-auth``, ``eks-token``) the name is one that distributions have."""
+    if word == 0 or name[word : word + 1] == b"_" or name[word - 1 : word] == b"_":
+        return True
+    return name[word - 1 : word].islower() and name[word : word + 1].isupper()
+
+
+def secret_value(key: str, value: str) -> bool:
+    """Whether ``value``, stored under ``key``, is a secret by its key's name: ``key`` is
+    secret-named (:data:`SECRET_KEY`), unless it is named as distributions are (see
+    :func:`_identifier_part`) and ``value`` is a version (``"tiktoken": "0.14.0"``)."""
+    found = _KEY_WORD.search(key) if SECRET_KEY.match(key) else None
+    if found is None:
+        return False
+    encoded = key.encode("utf-8", "surrogateescape")
+    start = len(encoded) - len(found.group().encode("utf-8", "surrogateescape"))
+    return _identifier_part(encoded, start) or not _versionish(value.encode("utf-8", "replace"))
+
+
+def _phrase(data: bytes, line: int, name: int) -> bool:
+    """Whether the name at ``name`` ends a label of several words (``Time to first token``):
+    a word and a blank before it on its line."""
+    before = data[line:name]
+    return before[-1:] in (b" ", b"\t") and before.rstrip()[-1:].isalpha()
+
+
+def _measured(data: bytes, at: int) -> bool:
+    found = _MEASURE.match(data, at)
+    return found is not None and bool(found.group("frac") or found.group("unit"))
+
+
+def _named(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Span | None:
     """A value after a secret-like name, in its form: quoted key (JSON, a dict), YAML line,
-    or assignment."""
+    or assignment; evidence (a version under a distribution's name, a literal, a figure after
+    a label of words, an object) left."""
     rest, lead = m.end(), m.start()
     line = max(data.rfind(b"\n", 0, lead), data.rfind(b"\r", 0, lead)) + 1
+    name = lead
+    while name > line and _KEY_CHAR.match(data, name - 1):
+        name -= 1
+    # a version under a distribution's name: "tiktoken": "0.14.0", google-auth=2.38.0
+    loose = not strict and not _identifier_part(printed[name:rest], lead - name)
     if m.group("close"):
         # the name must be all of a quoted key: "db_password", 'HF_TOKEN', \"token\"
-        while lead > line and _KEY_CHAR.match(data, lead - 1):
-            lead -= 1
+        lead = name
         if lead == line or data[lead - 1 : lead] not in (b'"', b"'"):
             return None
         lead -= 1
         value = _DICT_VALUE.match(data, rest)
-        if value is None:
-            return None
+        if value is None or value.group().startswith(b"{"):
+            return None  # an object: its members are judged by their own keys
         text = value.group()
         for quote in _QUOTES:
             if len(text) >= 2 * len(quote) and text.startswith(quote) and text.endswith(quote):
+                if loose and _versionish(text[len(quote) : -len(quote)]):
+                    return None
                 return Span(value.start(), value.end(), quote + MASK_B + quote, "quoted-key", lead)
         if not _yaml(data, m, line, lead):
-            if text in _LITERALS:
+            if text in _LITERALS or (loose and _versionish(text)):
                 return None  # "has_token": true is no secret
             # a number: masked as a string in the key's quotes, so that JSON stays JSON
             quote = (
@@ -152,7 +232,15 @@ def _named(data: bytes, m: re.Match[bytes]) -> Span | None:
         return None  # Authorization: the header's own pattern
     elif not _yaml(data, m, line, lead):
         value = _ENV_VALUE.match(data, rest)
-        return Span(rest, value.end(), MASK_B, "env-assignment", lead) if value else None
+        if value is None:
+            return None
+        if not strict:
+            text = value.group()
+            if text.rstrip(b",;)]}") in _LITERALS or (loose and _versionish(text)):
+                return None  # api_key=None, in a printed config; conda's tiktoken=0.14.0=pypi_0
+            if m.group("sep") == b":" and _phrase(data, line, name) and _measured(data, rest):
+                return None  # Time to first token: 35.2 ms
+        return Span(rest, value.end(), MASK_B, "env-assignment", lead)
     # YAML's ``name: value``: the value is the rest of the line
     end = len(data)
     for stop in (b"\n", b"\r"):
@@ -161,6 +249,10 @@ def _named(data: bytes, m: re.Match[bytes]) -> Span | None:
             end = found
     while end > rest and data[end - 1 : end] in (b" ", b"\t"):
         end -= 1
+    if not strict:
+        text = data[rest:end]
+        if text in _LITERALS or text.startswith(b"{") or (loose and _versionish(text)):
+            return None
     return Span(rest, end, MASK_B, "yaml-key", lead) if end > rest else None
 
 
@@ -182,7 +274,7 @@ _NAMED = [
         "env-assignment",
         re.compile(
             rb"(?P<keyword>" + word + rb")" + after + rb"(?P<close>\\?[\"'])?[ \t]*"
-            rb"(?P<sep>=>|[=:])[ \t]*" + _FRESH
+            rb"(?P<sep>=>|=(?!=)|:(?!:))[ \t]*" + _FRESH
         ),
         gates=b"=:",
         fold=True,
@@ -195,7 +287,7 @@ _NAMED = [
 # --- private keys: each line of the block masked, so that lines keep their numbers ---
 
 
-def _lines(data: bytes, m: re.Match[bytes]) -> Span | None:
+def _lines(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Span | None:
     start, end = m.span("v")
     body = re.sub(rb"[^\r\n]+", MASK_B, data[start:end])
     return Span(start, end, body, "private-key", m.start())
@@ -219,15 +311,52 @@ _BLOCKS = [
 
 # --- flags, headers, URLs ---
 
+#: Words that follow a flag named in a sentence (``the --password flag is deprecated``, ``use
+#: --api-key to set it``): English function words and the nouns that name an option. A
+#: blank-separated value that is one of them is prose, not the flag's value.
+_PROSE = frozenset(
+    b"a an the this that these those it its is are was were be been being has have had do does"
+    b" did can could will would shall should may might must not no nor and or but if then than"
+    b" when where which who while as at by for from in into of on onto to with without via per"
+    b" instead also only too so such flag flags option options argument arguments arg args"
+    b" parameter parameters param switch setting settings value values field variable env"
+    b" environment file instead deprecated removed ignored required requires needed takes"
+    b" expects accepts overrides given passed set unset missing".split()
+)
+#: A shell variable's reference: the secret's name, its value masked wherever printed.
+_REFERENCE = re.compile(rb"\$\{?[a-z_][a-z0-9_]*\}?")
+
+
+def _flag(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Span | None:
+    """A flag's value, unless what follows the flag after a blank is not one: the next option
+    (or ``-``, standard input), a word of prose, a placeholder (``<token>``, the flag's own
+    name in capitals as argparse's usage shows it: ``--api-key API_KEY``), a variable's
+    reference (``--token $HF_TOKEN``)."""
+    start, end = m.span("v")
+    if not strict and m.group("eq") != b"=":
+        value = data[start:end]
+        shown = printed[start:end].rstrip(b",")
+        if (
+            value.startswith(b"-")
+            or value.rstrip(b".,;:!?)") in _PROSE
+            or (value.startswith(b"<") and value.endswith(b">"))
+            or _REFERENCE.fullmatch(value)
+            or shown == m.group("flag").upper().replace(b"-", b"_")
+        ):
+            return None
+    return Span(start, end, MASK_B, "cli-flag", m.start())
+
+
 _FLAGS_AND_HEADERS = [
     _Pattern(
         "cli-flag",
         re.compile(
-            rb"--(?<!---)(?:[a-z0-9]+-)*(?:password|passwd|passphrase|token|api-?key|secret"
-            rb"|secret-key|access-key|auth)(?:=|[ \t]+)" + _FRESH + _VALUE
+            rb"--(?<!---)(?P<flag>(?:[a-z0-9]+-)*(?:password|passwd|passphrase|token|api-?key"
+            rb"|secret|secret-key|access-key|auth))(?P<eq>=|[ \t]+)" + _FRESH + _VALUE
         ),
         gates=b"-",
         fold=True,
+        span=_flag,
     ),
     _Pattern(
         # the MySQL and MariaDB clients take the password glued to -p (-P is the port)
@@ -275,11 +404,11 @@ _FLAGS_AND_HEADERS = [
 # --- token shapes ---
 
 
-def _before(run: re.Pattern[bytes], lengths: range, first: bytes = b"") -> Callable:
+def _before(run: re.Pattern[bytes], lengths: range, first: bytes = b"") -> SpanOf:
     """A span for a shape found by its middle: the match, plus the run of ``run`` characters
     just before it when its length is in ``lengths`` (and it begins with one of ``first``)."""
 
-    def span(data: bytes, m: re.Match[bytes]) -> Span | None:
+    def span(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Span | None:
         start = m.start()
         limit = max(0, start - lengths.stop)
         while start > limit and run.match(data, start - 1):
@@ -345,6 +474,10 @@ _SHAPES = [
 # Blocks first (their lines hold anything), then names, flags and headers, then shapes.
 _PATTERNS: list[_Pattern] = [*_BLOCKS, *_NAMED, *_FLAGS_AND_HEADERS, *_SHAPES]
 
+#: Each pattern with the set of its gate bytes, and all gate bytes (each as a 1-byte string).
+_GATED = [(p, frozenset(p.gates[i : i + 1] for i in range(len(p.gates)))) for p in _PATTERNS]
+_GATE_BYTES = sorted(frozenset().union(*(gates for _, gates in _GATED)))
+
 #: Words after which the rest of a line may still become (part of) a secret: each pattern
 #: whose match may hold a blank is led by one of them, or starts just before one.
 _TRIGGERS = (
@@ -400,8 +533,10 @@ class Redactor:
                 data = data.replace(value, MASK_B)
         counts: dict[str, int] = {}
         lower: bytes | None = None
-        for pattern in _PATTERNS:
-            if pattern.gates and not _gated(data, pattern.gates):
+        # the gate bytes in the data, looked for once (a mask brings none in)
+        present = frozenset(g for g in _GATE_BYTES if g in data)
+        for pattern, gates in _GATED:
+            if gates and gates.isdisjoint(present):
                 continue
             if pattern.fold or pattern.needles:
                 lower = data.lower() if lower is None else lower
@@ -420,16 +555,23 @@ class Redactor:
         return data.decode("utf-8", "surrogateescape"), found
 
     def value(self, value: Any, where: str, key: str | None = None) -> Any:
-        """A stored value (a string, or a dict or list of them, as events carry) with secrets
-        masked: strings as :meth:`text` does, and the string under a secret-named key
-        (``password``, ``HF_TOKEN``, ``api_key``) whole."""
+        """A stored value (a string, or a dict or list of them, as events carry: a probe's
+        parsed JSON) with secrets masked field by field: strings and keys as :meth:`text`
+        does, and the string under a secret-named key (``password``, ``HF_TOKEN``,
+        ``api_key``) whole, unless it is a version under a distribution's name
+        (:func:`secret_value`). The keys of a mapping under ``packages`` are distribution
+        names, data: none of them makes its value a secret (``tiktoken``)."""
         if isinstance(value, str):
-            if key is not None and SECRET_KEY.match(key) and value and value != MASK:
+            if key is not None and value and value != MASK and secret_value(key, value):
                 return MASK
             return self.text(value, where)[0] if value else value
         if isinstance(value, dict):
+            names = key in NAME_MAPS
             return {
-                k: self.value(v, where, k if isinstance(k, str) else None) for k, v in value.items()
+                self.text(k, where)[0] if isinstance(k, str) and k else k: self.value(
+                    v, where, k if isinstance(k, str) and not names else None
+                )
+                for k, v in value.items()
             }
         if isinstance(value, list):
             return [self.value(v, where) for v in value]
@@ -488,7 +630,7 @@ class Redactor:
             for pattern in _PATTERNS:
                 if pattern.gates and not _gated(window, pattern.gates):
                     continue
-                for span in _spans(pattern, window, lower):
+                for span in _spans(pattern, window, lower, strict=True):
                     # from the name or flag the value is recognised by to the value's end
                     if span.lead < at < span.stop:
                         moved = min(moved, _word_start(window, span.lead))
@@ -523,15 +665,16 @@ def _gated(data: bytes, gates: bytes) -> bool:
     return any(gates[i : i + 1] in data for i in range(len(gates)))
 
 
-def _spans(pattern: _Pattern, data: bytes, lower: bytes | None) -> list[Span]:
-    """What ``pattern`` masks in ``data``: (start, end, replacement, kind), in order."""
+def _spans(pattern: _Pattern, data: bytes, lower: bytes | None, strict: bool = False) -> list[Span]:
+    """What ``pattern`` masks in ``data``, in order; ``strict``: all that could be a secret
+    once the rest of its value is printed (no evidence left out by what the value is)."""
     subject = lower if pattern.fold and lower is not None else data
     if pattern.fold and lower is None:
         subject = data.lower()
     out: list[Span] = []
     for m in pattern.regex.finditer(subject):
         if pattern.span is not None:
-            found = pattern.span(subject, m)
+            found = pattern.span(subject, m, data, strict)
             if found is None:
                 continue
         elif "v" in pattern.regex.groupindex:

@@ -97,6 +97,11 @@ def parse_version(text: str) -> Version:
     return Version(text.strip(), key)
 
 
+def is_version(text: str) -> bool:
+    """Whether ``text`` is a PEP 440 version (``0.14.0``, ``2.11.0+cu130``, ``1.0rc1``)."""
+    return _PEP440.match(text) is not None
+
+
 def local_variant(text: str) -> str | None:
     """The local part of a version (``cu130`` of ``2.12.0.dev20260226+cu130``), if any."""
     return text.split("+", 1)[1] if "+" in text else None

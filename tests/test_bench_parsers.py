@@ -485,6 +485,22 @@ def test_builtin_skip_on_one_h200_is_no_figure_and_no_problem() -> None:
     assert result.problems == []
 
 
+def test_builtin_on_an_h200_whose_gpu_torch_cannot_see_is_an_error_not_a_skip() -> None:
+    # h200x1-hidden.txt: gpu.py on a one-GPU H200 with CUDA_VISIBLE_DEVICES= (torch sees no
+    # GPU while /dev/nvidia0 is there: what a CPU build of torch on a GPU host looks like),
+    # then allreduce as it is: the first is a broken env (the run fails), the second a host
+    # that cannot run it (the run is skipped).
+    text = (DATA / "h200" / "bench" / "h200x1-hidden.txt").read_text()
+    result = parse("builtin", text)
+    assert result.figures == []
+    assert result.errors == [
+        "matmul_bf16: torch 2.11.0+cu130 sees no CUDA device, but the host has 1 NVIDIA GPU(s) "
+        "(/dev/nvidia0): a CPU build of torch, a driver it cannot use, or CUDA_VISIBLE_DEVICES "
+        "hiding them"
+    ]
+    assert result.skipped == ["allreduce_busbw: needs 2 or more GPUs, found 1"]
+
+
 # --- regex -----------------------------------------------------------------------------------
 
 

@@ -71,14 +71,23 @@ def test_journal_run_bench_on_an_h200_recorded_the_builtin_figures(tmp_path) -> 
         for r in records
         if isinstance(r.event, StepFinished)
     }
+    # Recorded before the run state `skipped` existed: a record is never rewritten, so this
+    # one stays as it was written (journal-h200-skipped.db is the same run recorded since).
     assert ended["allreduce"] == ("failed", "allreduce_busbw: needs 2 or more GPUs, found 1")
 
-    # The postmortem made there and the one made here from the same record agree.
+    # The postmortem made there and the one made here from the same record agree (the
+    # verdict of each change is said since: both changes are within the noise).
     made = journal("--db", str(db), "export", "postmortem", "--format", "json")
     assert made.returncode == 0, made.stderr.decode()
     here = json.loads(made.stdout)
     there = json.loads((BENCH / "journal-h200-postmortem.json").read_text())
+    verdicts = set()
+    for series in here["impact"]["throughput"]:
+        for change in [*series["changes"], series["overall"]]:
+            verdicts.add(change.pop("verdict"))
+    here["impact"]["headline"].pop("verdict")
     assert here["impact"] == there["impact"]
+    assert verdicts == {"noise"}
     changes = {row["metric"]: row["overall"]["percent"] for row in here["impact"]["throughput"]}
     assert changes == {"matmul_bf16": -1.1, "memcpy_d2d": -1.6}
     # The image's system NCCL is 2.28.3 while torch loads its wheel's 2.28.9.
@@ -111,3 +120,64 @@ def test_journal_run_bench_allreduce_on_two_h200s_recorded_the_bus_bandwidth(tmp
         "nccl": "2.28.9",
     }
     assert allreduce.text and allreduce.text.startswith('{"metric": "allreduce_busbw"')
+
+
+def test_journal_run_bench_allreduce_on_one_h200_was_recorded_skipped_not_failed(
+    tmp_path,
+) -> None:
+    # journal-h200-skipped.db: journal-capture.sh run again on a lent one-GPU H200 once the
+    # run state `skipped` existed (`bash tests/data/h200/bench/journal-capture.sh
+    # journal-h200-skipped`); journal-h200-skipped.txt is what it printed.
+    import re
+    import shutil
+
+    from journal.events import StepFinished, StepStarted
+    from journal.store import EventStore
+    from tests.helpers import journal
+
+    printed = (BENCH / "journal-h200-skipped.txt").read_text()
+    said = printed[printed.index('"metric": "allreduce_busbw"') :]
+    why = "allreduce_busbw: needs 2 or more GPUs, found 1"
+    verdict = rf"journal: \[skip\] allreduce on h200 skipped, exit 0 in [0-9.]+s: {why} \(run \w+\)"
+    assert re.match(verdict, said.splitlines()[1]), said
+    assert "nothing was measured, nothing failed\nrc=0\n" in said  # `journal run bench` exit 0
+
+    db = tmp_path / "h200.db"
+    shutil.copy(BENCH / "journal-h200-skipped.db", db)
+    store = EventStore(str(db))
+    try:
+        assert store.verify().ok
+        records = list(store.read("h200-bench"))
+    finally:
+        store.close()
+    benches = {r.event.run: r.event.benchmark for r in records if isinstance(r.event, StepStarted)}
+    [allreduce] = [
+        r.event
+        for r in records
+        if isinstance(r.event, StepFinished) and benches[r.event.run] == "allreduce"
+    ]
+    assert (allreduce.status, allreduce.exit_code, allreduce.reason) == ("skipped", 0, why)
+
+    # Every view of that record: skipped, with why, and no failure.
+    log = journal("--db", str(db), "log").stdout.decode()
+    assert re.search(r"\[skip\] allreduce on h200: skipped exit 0 ", log), log
+    assert "allreduce" not in journal("--db", str(db), "log", "--failed").stdout.decode()
+    doc = json.loads(journal("--db", str(db), "export", "postmortem", "--format", "json").stdout)
+    assert doc["failures"] == []
+    assert not any("allreduce" in reason for reason in doc["status_reasons"])
+    assert any(
+        s.startswith("1 run skipped, not failed (the host cannot run it): allreduce on h200")
+        for s in doc["summary"]["sentences"]
+    )
+    # the real before/after figures of that H200: 775.24 -> 760.68 TFLOP/s is -1.9%, noise
+    head = doc["story"]["headline"]
+    assert (head["metric"], head["percent"], head["verdict"]) == ("matmul_bf16", -1.9, "noise")
+
+    from journal.web import create_app
+
+    client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    client.get("/j/h200-bench/story")  # the whole journal folded
+    page = client.get("/j/h200-bench").get_data(as_text=True)
+    item = re.search(r'<li class="item step status-skipped"[^>]*>.*?</li>', page, re.S)
+    assert item is not None and "allreduce" in item.group(0) and why in item.group(0)
+    assert "status-failed" not in page

@@ -309,6 +309,7 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     some host failed (or timed out), or an error finding is open; else 0."""
     from journal.projections.imported import as_dict, imported_hosts, status_lines
     from journal.projections.story import story
+    from journal.projections.unread import of_run
     from journal.service.findings import open_findings, run_findings, tally
 
     journal = ctx.read_journal()
@@ -348,6 +349,10 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
                                 "status": judged.status(state.last) if state.last else "pending",
                                 "run": state.last.run_id if state.last else None,
                                 "open_errors": judged.errors(state.last) if state.last else [],
+                                # snapshots and probes of that run that could not be read
+                                "unread": [u.to_dict() for u in of_run(state.last)]
+                                if state.last
+                                else [],
                             }
                             for state in host.steps
                         ],

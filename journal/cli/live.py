@@ -38,6 +38,7 @@ STYLES = {
     "waiting": "dim",
     "running": "yellow",
     "ok": "green",
+    "skipped": "cyan",  # could not run on that host, said why: neither green nor red
     "not run": "dim",
 }
 
@@ -80,7 +81,7 @@ class _Row:
 def state_of(verdict: HostVerdict) -> str:
     """The table's word for how a host ended."""
     if verdict.ok:
-        return "ok"
+        return "skipped" if verdict.status == "skipped" else "ok"
     return {"interrupted": "interrupted", "timed-out": "TIMED OUT"}.get(verdict.status, "FAILED")
 
 

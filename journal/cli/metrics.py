@@ -60,13 +60,22 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         view = timeline.runs.get(bench.run.run_id)
         for metric in view.metrics if view else []:
             print(f"journal:   {_line(metric, comparisons)}", file=sys.stderr)
-        for skipped in bench.skipped:
-            print(f"journal:   skipped: {visible(skipped)}", file=sys.stderr)
+        if bench.run.outcome.status != "skipped":  # a skipped run's verdict says why
+            for skipped in bench.skipped:
+                print(f"journal:   skipped: {visible(skipped)}", file=sys.stderr)
     from journal.cli.commands import say_findings
 
     say_findings(ctx.store, runbook.name, [b.run.run_id for b in runs], notifier)
     if len(runs) < len(hosts):
         return 130
+    if runs and all(b.run.outcome.status == "skipped" for b in runs):
+        # nothing measured, nothing failed: exit 0, and say so once
+        where = ", ".join(b.run.host for b in runs)
+        print(
+            f"journal: {spec.name} skipped on {where}: it cannot run there (why above); "
+            "nothing was measured, nothing failed",
+            file=sys.stderr,
+        )
     return exit_status([b.run for b in runs])
 
 
@@ -101,7 +110,7 @@ def record_metric(ctx: Context, args: argparse.Namespace) -> int:
 def _comparisons(ctx: Context, journal: str) -> tuple[Timeline, dict[int, str]]:
     """The timeline, and for each figure's event how it compares with the figure before it
     in its series."""
-    from journal.projections.metrics import all_series, change_steps, changes
+    from journal.projections.metrics import VERDICT_WORDS, all_series, change_steps, changes
     from journal.projections.stored import current_timeline
 
     timeline = current_timeline(ctx.store, journal)
@@ -113,7 +122,7 @@ def _comparisons(ctx: Context, journal: str) -> tuple[Timeline, dict[int, str]]:
             shown = "" if percent is None else f"{percent:+.1f}% "
             found[change.after.seq] = (
                 f"{shown}against {render.figure(change.before.value, change.before.unit)} "
-                f"({change.between})"
+                f"({change.between}){VERDICT_WORDS.get(change.verdict, '')}"
             )
     return timeline, found
 

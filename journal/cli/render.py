@@ -38,6 +38,7 @@ from journal.projections.timeline import (
     Timeline,
     TimelineItem,
 )
+from journal.projections.unread import of_run, snapshots_of, texts
 from journal.terminal import visible
 
 MARK = {
@@ -50,6 +51,7 @@ MARK = {
     "pending": "    ",
     "unfinished": "... ",
     "no change": "NOOP",
+    "skipped": "skip",
 }
 
 #: A run that succeeded but changed nothing asked is shown amber on a terminal.
@@ -297,6 +299,8 @@ def run_details(run: StepRunView) -> list[str]:
         else:
             lines.append(f"packages: {plural(len(diff.changes), 'change')}")
             lines.extend("  " + change_text(c) for c in diff.changes)
+    for said in texts(snapshots_of(run), step=False):  # no diff: say why, never "no change"
+        lines.append(f"packages: not known: the {said}")
     for probe in run.probes:
         if probe.probe != "packages":
             lines.append(f"probe {probe.probe}: {probe_line(probe)}")
@@ -367,6 +371,9 @@ def progress_text(
             rest.append(f"  {summary('torch-env', probe.result)} (probed {when(probe.ts)})")
         elif timeline is not None:
             rest.append("  stack not probed yet: `journal run probe torch-env`")
+        for state in host.steps:  # a latest run that read nothing must not pass for a clean one
+            if state.last is not None:
+                rest += [f"  {t} (run {state.last.run_id})" for t in texts(of_run(state.last))]
     return "\n".join([*lines, visible("\n".join(rest))] if rest else lines)
 
 
@@ -431,7 +438,8 @@ def run_json(run: StepRunView, judged: Judged) -> dict:
         "packages": None
         if diff is None
         else [_fields(c, "name", "before", "after", "kind") for c in diff.changes],
-        "probes": [_fields(p, "probe", "result", "error") for p in run.probes],
+        "probes": [_fields(p, "probe", "phase", "result", "error") for p in run.probes],
+        "unread": [u.to_dict() for u in of_run(run)],
         "expectations": [_fields(e, "key", "expected", "ok", "reason") for e in run.expectations],
         "metrics": [metric_json(m) for m in run.metrics],
         "findings": [f.to_dict() for f in judged.of(run)],
@@ -447,7 +455,8 @@ def item_json(item: TimelineItem, judged: Judged) -> dict:
     if isinstance(item, StepRunView):
         return {"kind": "run", **run_json(item, judged)}
     if isinstance(item, ProbeView):
-        return {"kind": "probe", "at": item.ts, **_fields(item, "probe", "host", "result", "error")}
+        fields = _fields(item, "probe", "phase", "host", "result", "error")
+        return {"kind": "probe", "at": item.ts, **fields}
     if isinstance(item, NoteView):
         return {"kind": "note", "at": item.ts, **_fields(item, "text", "tags", "host", "author")}
     if isinstance(item, MetricView):
@@ -463,7 +472,8 @@ def show_text(run: StepRunView, judged: Judged) -> str:
         f"run {run.run_id}: {run.step} on {run.host}" + (f" ({run.target})" if run.target else ""),
         f"  command:  {run.command}",
         f"  status:   {status}"
-        + (" (succeeded, but changed nothing it was asked to)" if status == "no change" else ""),
+        + (" (succeeded, but changed nothing it was asked to)" if status == "no change" else "")
+        + (" (could not run on this host, said why: no failure)" if status == "skipped" else ""),
         f"  exit:     {'-' if run.exit_code is None else run.exit_code}",
         f"  started:  {when(run.started)}",
         f"  finished: {when(run.finished) if run.finished else '-'}",
@@ -483,7 +493,7 @@ def show_text(run: StepRunView, judged: Judged) -> str:
     if errors:
         lines.append(f"  open error: {', '.join(errors)}")
     lines.extend(f"  {line}" for line in run_details(run))
-    if run.diff is None:
+    if run.diff is None and not snapshots_of(run):
         lines.append("  packages: no snapshots to compare")
     text = visible("\n".join(lines))
     if judged.colour and status == "no change":

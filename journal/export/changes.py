@@ -18,6 +18,7 @@ from journal.pitfalls.base import Run
 from journal.probes.summary import shown
 from journal.projections.packages import PackageChange, change_text, normalize
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
+from journal.projections.unread import snapshots_of
 
 #: Probe fields that change on every run or repeat what the snapshots say.
 VOLATILE = ("seconds", "probe")
@@ -231,6 +232,7 @@ def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, li
                     "source": None,
                     "packages": [],
                     "probes": probes,
+                    "unread": [],
                 }
                 out.setdefault(item.host, []).append(entry)
             continue
@@ -244,7 +246,9 @@ def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, li
             if printed:
                 source, packages = "output", [_package(c) for c in printed]
         probes = _probes(item.probes, previous)
-        if source is None and not probes:
+        # a snapshot that could not be read: what the run changed is unknown, and said so
+        unread = [u.to_dict() for u in snapshots_of(item)] if item.diff is None else []
+        if source is None and not probes and not unread:
             continue
         out.setdefault(item.host, []).append(
             {
@@ -255,6 +259,7 @@ def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, li
                 "source": source,
                 "packages": packages,
                 "probes": probes,
+                "unread": unread,
             }
         )
     return out

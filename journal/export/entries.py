@@ -21,9 +21,11 @@ from journal.projections.timeline import (
     ProbeView,
     StepRunView,
 )
+from journal.projections.unread import of_run
 
-#: Statuses that count as a step run that went through.
-DONE = ("succeeded", "imported")
+#: Statuses that count as a step run that did not fail: it went through, or was skipped (a
+#: benchmark its host cannot run, which said why).
+DONE = ("succeeded", "imported", "skipped")
 
 
 def parse_ts(ts: str) -> datetime:
@@ -88,6 +90,8 @@ def entry(
             "imported": item.imported,
             "packages_changed": None if item.diff is None else len(item.diff.changes),
             "probes": [probe_dict(p) for p in item.probes if p.probe != "packages"],
+            # snapshots and probes that could not be read (journal.projections.unread)
+            "unread": [u.to_dict() for u in of_run(item)],
             "expectations": [
                 {
                     "key": e.key,
@@ -122,6 +126,7 @@ def entry(
 def probe_dict(probe: ProbeView) -> dict[str, Any]:
     return {
         "probe": probe.probe,
+        "phase": probe.phase,
         "host": probe.host,
         "summary": probe_summary(probe.probe, probe.result) if probe.result else None,
         "error": probe.error,

@@ -60,6 +60,9 @@ def change_dict(change: Change) -> dict[str, Any]:
         "delta": round(change.delta, 6),
         "percent": None if percent is None else round(percent, 1),
         "better": change.better,
+        # what the change means, as every surface says it: better, worse, noise (within the
+        # spread of repeats, or NOISE_PERCENT between single figures), same, count
+        "verdict": change.verdict,
         "basis": change.basis,
         "between": change.between,
         "steps": list(change.steps),
@@ -131,7 +134,8 @@ def headline_text(effect: dict[str, Any]) -> str | None:
     where = f" on {series['host']}" if series["host"] else ""
     what = series["labels"].get("benchmark")
     named = f" ({what})" if what else ""
+    noise = " (within noise)" if head.get("verdict") == "noise" else ""
     return (
         f"{head['display']}{named}{where}: {path}{unit}, "
-        f"{percent_text(head['percent'])} from the first figure to the last."
+        f"{percent_text(head['percent'])}{noise} from the first figure to the last."
     )

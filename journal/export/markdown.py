@@ -154,9 +154,16 @@ def _story(doc: dict[str, Any]) -> list[str]:
         out.append("")
         if host["other_packages"]:
             out += [f"_And {_count(host['other_packages'], 'other package')} moved._", ""]
+        for miss in host.get("unread", ()):  # what the table may miss: a read that failed
+            out += [f"**Not read:** {_unread(miss)}", ""]
     for line in told["lines"][len(told["hosts"]) :]:
         out += [text(line), ""]
     return out
+
+
+def _unread(miss: dict[str, Any]) -> str:
+    """``packages snapshot after install-numpy failed: `why```: the host's words as code."""
+    return f"{text(miss['what'] + ' ' + miss['where'])} failed: {code(miss['short'])}"
 
 
 def _count(n: int, word: str) -> str:
@@ -189,6 +196,10 @@ def _failures(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+#: A change's verdict as the Markdown table says it beside the percentage (no colour there).
+VERDICT_SAID = {"better": " better", "worse": " worse", "noise": " within noise"}
+
+
 def _change_row(name: str, host: str | None, change: dict[str, Any], between: str) -> list[str]:
     unit = change["unit"]
     return [
@@ -196,7 +207,7 @@ def _change_row(name: str, host: str | None, change: dict[str, Any], between: st
         code(host or "-"),
         code(figure(change["before"], unit)),
         code(figure(change["after"], unit)),
-        f"**{percent_text(change['percent'])}**",
+        f"**{percent_text(change['percent'])}**{VERDICT_SAID.get(change.get('verdict'), '')}",
         text(between),
     ]
 
@@ -293,6 +304,8 @@ def _changes(doc: dict[str, Any]) -> list[str]:
             out.append(f"- {code(entry['step'])} at {text(when(entry['time']))}{told}:")
             if entry["source"] == "snapshots" and not entry["packages"]:
                 out.append("  - no package changed")
+            for miss in entry.get("unread", ()):
+                out.append(f"  - {_unread(miss)}: what it changed is not known")
             out += [f"  - {code(p['text'])}" for p in entry["packages"]]
             for probe in entry["probes"]:
                 out.append(f"  - probe {code(probe['probe'])} read differently than at "

@@ -22,19 +22,22 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   driver from the first and the latest torch-env reading, and ``packages``: the key packages
   that moved between the first and the latest package snapshot, each ``what``, ``before``,
   ``after``, ``changed``; ``other_packages``: how many others moved), ``headline`` (the
-  headline rate series: ``first``, ``worst``, ``last``, ``percent``…, or None), ``findings``
-  (``open`` by severity, ``acknowledged``, ``resolved``) and ``lines`` (the same in words).
+  headline rate series: ``first``, ``worst``, ``last``, ``percent``, ``verdict``…, or None),
+  ``findings`` (``open`` by severity, ``acknowledged``, ``resolved``) and ``lines`` (the same
+  in words).
   The summary opens with it, the stack as a table per host (before, after).
-- ``failures``: each step run that did not succeed, in order: ``run``, ``step``, ``host``,
-  ``time``, ``status``, ``exit_code``, ``command``, ``url`` (its page, with a base URL),
-  ``stderr`` (the last lines it printed on stderr, at most 20, ANSI codes out) and
-  ``stderr_before`` (how many stderr lines came before those).
+- ``failures``: each step run that did not succeed (a ``skipped`` one did not fail), in
+  order: ``run``, ``step``, ``host``, ``time``, ``status``, ``exit_code``, ``command``,
+  ``url`` (its page, with a base URL), ``stderr`` (the last lines it printed on stderr, at
+  most 20, ANSI codes out) and ``stderr_before`` (how many stderr lines came before those).
 - ``summary``: ``sentences`` generated from the record (runs, hosts, failures, pitfalls, the
   headline throughput change, unless the story tells it) and ``notes`` tagged ``summary``.
 - ``impact``: ``throughput`` (series of rates: tok/s, GB/s, …) and ``other`` (latencies,
   counts), each series with ``metric``, ``title``, ``host``, ``labels``, ``unit``, ``points``,
   ``changes`` (consecutive trusted figures) and ``overall`` (first against last); a change
-  has ``before``, ``after``, ``delta``, ``percent`` (one decimal), ``better``, ``between``.
+  has ``before``, ``after``, ``delta``, ``percent`` (one decimal), ``better`` (the direction
+  alone), ``verdict`` (``better``, ``worse``, ``noise``, ``same``, ``count``: what every
+  format colours and says; within the noise is neither gain nor loss), ``between``.
   ``headline`` is the overall change of the first throughput series, or None.
 - ``charts``: each chart of the figures (:mod:`journal.export.chart`): ``title``, ``metric``,
   ``unit``, ``throughput`` (a chart of rates: the impact section shows those, the HTML keeps
@@ -367,6 +370,14 @@ def summary_sentences(
         out.append(f"{_n(len(failed), 'run')} did not succeed: {shown}{more}{after}.")
     elif runs:
         out.append("No step run failed.")
+    skipped = [r for r in runs if r.status == "skipped"]
+    if skipped:
+        shown = "; ".join(f"{r.step} on {r.host} ({r.reason or 'no reason'})" for r in skipped[:5])
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        out.append(
+            f"{_n(len(skipped), 'run')} skipped, not failed (the host cannot run it): "
+            f"{shown}{more}."
+        )
     if findings:
         counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
         told = ", ".join(f"{n} {s}" for s, n in reversed(counts.items()) if n)

@@ -124,6 +124,9 @@ def outcome(entry: dict[str, Any]) -> str:
     if entry["packages_changed"] is not None:
         count = entry["packages_changed"]
         parts.append("no package changed" if not count else f"{count} packages changed")
+    for miss in entry.get("unread", ()):
+        if miss["probe"] == "packages":  # a failed probe is said with the probes below
+            parts.append(f"{miss['text']}: what it changed is not known")
     for probe in entry["probes"]:
         parts.append(f"{probe['probe']}: {probe['summary'] or 'failed: ' + str(probe['error'])}")
     checks = entry["expectations"]

@@ -211,6 +211,12 @@ class Run:
     rollback: dict[str, Any] | None = None
     #: a command typed in `journal shell` (``StepStarted.interactive``)
     interactive: bool = False
+    #: the package snapshots read in this run: ``before``, ``after``, or ``probe`` for one
+    #: taken on its own (`journal run probe packages`)
+    snapshotted: tuple[str, ...] = ()
+    #: the snapshots and probes that could not be read: ``{"probe", "phase", "error",
+    #: "event"}`` each (journal.projections.unread)
+    unread: list[dict[str, Any]] = field(default_factory=list)
     _newlines: list[int] | None = field(default=None, repr=False)
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)

@@ -152,6 +152,8 @@ def run_json(run: Run) -> dict[str, Any]:
         "reason": run.reason,
         "signal": run.signal,
         "rollback": run.rollback,
+        "snapshotted": list(run.snapshotted),
+        "unread": run.unread,
     }
 
 
@@ -197,6 +199,8 @@ def run_of(d: dict[str, Any]) -> Run:
         signal=d["signal"],
         rollback=d.get("rollback"),
         interactive=d.get("interactive", False),
+        snapshotted=tuple(d.get("snapshotted", ())),
+        unread=d.get("unread", []),
     )
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable
+from typing import Any
 
-from journal.events import OutputChunk
+from journal.events import OutputChunk, PackagesSnapshotted
 from journal.mapper import Recorded
 from journal.output import chunk_text
 from journal.pitfalls._bench import Figure
@@ -34,6 +35,7 @@ def from_journal(
     segments: dict[str, list[Segment]] = {}
     offsets: dict[str, int] = {}
     lines: dict[str, int] = {}
+    alone: list[tuple[int, str]] = []  # snapshots taken on their own: (event, host)
 
     def chunks(records: Iterable[Recorded]) -> Iterable[Recorded]:
         for rec in records:
@@ -51,13 +53,17 @@ def from_journal(
                 texts.setdefault(run, []).append(data)
                 offsets[run] = start + len(data)
                 lines[run] = lines.get(run, 0) + data.count("\n")
+            elif isinstance(event, PackagesSnapshotted) and event.run is None:
+                alone.append((rec.seq, event.host_name))
             yield rec
 
     timeline = settle(project(journal, chunks(records)), alive)
     runs = []
     for item in timeline.items:
-        if isinstance(item, ProbeView) and item.result is not None:
-            # A probe run on its own (`journal run probe`) is judged like a step with no output.
+        if isinstance(item, ProbeView):
+            # A probe run on its own (`journal run probe`) is judged like a step with no
+            # output; one that could not be read checked nothing, but is a fact to judge.
+            read = item.result is not None
             runs.append(
                 Run(
                     key=f"probe-{item.seq}",
@@ -65,10 +71,24 @@ def from_journal(
                     host=item.host,
                     command=f"journal run probe {item.probe}",
                     event=item.seq,
-                    probes={item.probe: item.result},
-                    probe_events={item.probe: item.seq},
+                    probes={item.probe: item.result} if read else {},
+                    probe_events={item.probe: item.seq} if read else {},
+                    unread=[] if read else [_unread(item)],
                 )
             )
+    for seq, host in alone:
+        # A snapshot on its own (`journal run probe packages`) shows the env can be read
+        # again: what resolves an earlier snapshot that could not be.
+        runs.append(
+            Run(
+                key=f"probe-{seq}",
+                step="probe packages",
+                host=host,
+                command="journal run probe packages",
+                event=seq,
+                snapshotted=("probe",),
+            )
+        )
     for view in timeline.step_runs():
         # Detectors read the output as the terminal showed it (colours and redraws gone,
         # the same lines): chunk positions are moved onto the clean text.
@@ -98,11 +118,23 @@ def from_journal(
             signal=view.signal,
             rollback=view.rollback,
             interactive=view.interactive,
+            snapshotted=tuple(view.snapshots),
+            unread=[_unread(p) for p in view.probes if p.result is None],
         )
         runs.append(run)
     runs.sort(key=lambda run: run.event or 0)  # standalone probes in their place in time
     metrics = [_figure(m, segments.get(m.run or "", [])) for m in timeline.metrics]
     return Subject("journal", runs, journal, metrics=metrics), timeline
+
+
+def _unread(probe: ProbeView) -> dict[str, Any]:
+    """A probe or snapshot that could not be read, as a run carries it."""
+    return {
+        "probe": probe.probe,
+        "phase": probe.phase,
+        "error": probe.error or "the probe returned nothing",
+        "event": probe.seq,
+    }
 
 
 def _figure(metric: MetricView, segments: list[Segment]) -> Figure:

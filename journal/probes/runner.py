@@ -1,4 +1,10 @@
-"""Running a probe over a connected transport and reading its result."""
+"""Running a probe over a connected transport and reading its result.
+
+A probe's result is read from its output as printed (the JSON parsed, the captures taken from
+the raw bytes), then redacted field by field (:meth:`Redactor.value`): redacting the text
+first would mask evidence inside the JSON (a package named ``tiktoken``) and break it. The
+output shown when there is no result is redacted as text, whole, before its tail is taken.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from journal.probes import ProbeSpec
-from journal.redact import Redactor
+from journal.redact import MASK, Redactor
 from journal.transport.base import Transport
 from journal.userregex import RegexTimeout, find_named
 
@@ -62,23 +68,75 @@ def _json(text: str) -> dict[str, Any]:
 
 
 def read_result(spec: ProbeSpec, stdout: bytes, stderr: bytes) -> dict[str, Any]:
-    """Turn a successful probe's output into its result."""
+    """Turn a successful probe's output (as printed, not yet redacted) into its result."""
+    return _read(spec, stdout, stderr)[0]
+
+
+def _read(
+    spec: ProbeSpec, stdout: bytes, stderr: bytes
+) -> tuple[dict[str, Any], str, dict[str, int]]:
+    """The result, and for captures the text they were read from and where each value is."""
     if spec.builtin or spec.json:
-        return _json(stdout.decode("utf-8", "replace"))
+        return _json(stdout.decode("utf-8", "replace")), "", {}
     text = stdout.decode("utf-8", "replace") + "\n" + stderr.decode("utf-8", "replace")
     result: dict[str, Any] = {}
+    at: dict[str, int] = {}
     for field, pattern in spec.capture.items():
         try:
             found = find_named(pattern, text, 1, groups={field: 1})
         except RegexTimeout as exc:
             result[field] = {"unavailable": str(exc)}
             continue
-        result[field] = (
-            found[0][1].strip()
-            if found
-            else {"unavailable": f"the output has no match for /{pattern.pattern}/"}
+        if not found:
+            result[field] = {"unavailable": f"the output has no match for /{pattern.pattern}/"}
+            continue
+        value, start = found[0][1], found[0][2]
+        result[field] = value.strip()
+        at[field] = start + value.find(result[field])
+    return result, text, at
+
+
+def _standing(
+    result: dict[str, Any], text: str, at: dict[str, int], redactor: Redactor, where: str
+) -> None:
+    """Each value captured from the output as printed (``at``: where in ``text``), or MASK
+    when redacting the output does not leave it standing on the lines it was read from (it
+    is, or is part of, a secret: ``token: (\\S+)``, a line of a private key); a value still
+    shown on the redacted lines tells nothing that they do not. Redaction keeps the lines."""
+    if not at:
+        return
+    shown, found = redactor.text(text, where)
+    if not found:
+        return
+    raw, masked = text.split("\n"), shown.split("\n")
+    for field, start in at.items():
+        value = result[field]
+        first = text.count("\n", 0, start)
+        last = first + value.count("\n") + 1
+        kept = len(raw) == len(masked) and (
+            raw[first:last] == masked[first:last] or value in "\n".join(masked[first:last])
         )
-    return result
+        if not kept:
+            result[field] = MASK
+
+
+def read_outcome(
+    spec: ProbeSpec, stdout: bytes, stderr: bytes, redactor: Redactor
+) -> tuple[dict[str, Any] | None, str | None]:
+    """A probe that exited 0: (its result, None), the result parsed from the output as
+    printed, then redacted field by field (a string under a secret-named key whole:
+    ``db_password``, a captured ``api_token``, ``env.HF_TOKEN``; the names and versions of
+    packages are data); or (None, why) when the output holds none, its tail redacted."""
+    where = f"probe {spec.name}"
+    try:
+        result, text, at = _read(spec, stdout, stderr)
+    except ValueError as exc:  # JSONDecodeError is a ValueError
+        shown = _tail(redactor.bytes(stdout, where)[0])
+        error = redactor.text(f"the probe printed no JSON object ({exc})", where)[0]
+        return None, f"{error}: {shown}"
+    _standing(result, text, at, redactor, where)
+    # masked before anything (an expectation, a summary) reads the result
+    return redactor.value(result, where), None
 
 
 def run_probe(
@@ -97,18 +155,12 @@ def run_probe(
         spec.command(python), env, None, spec.timeout, sink, cancel, run_id=f"{run_id}-probe"
     )
     seconds = round(time.monotonic() - started, 4)
-    stdout, _ = redactor.bytes(bytes(sink.streams["stdout"]), f"probe {spec.name}")
-    stderr, _ = redactor.bytes(bytes(sink.streams["stderr"]), f"probe {spec.name}")
+    stdout, stderr = bytes(sink.streams["stdout"]), bytes(sink.streams["stderr"])
     if not outcome.ok:
+        where = f"probe {spec.name}"
         code = "" if outcome.exit_code is None else f" with exit status {outcome.exit_code}"
-        why = outcome.reason or _tail(stderr or stdout)
-        return ProbeOutcome(spec.name, None, f"the probe {outcome.status}{code}: {why}", seconds)
-    try:
-        result = read_result(spec, stdout, stderr)
-    except ValueError as exc:  # JSONDecodeError is a ValueError
-        return ProbeOutcome(
-            spec.name, None, f"the probe printed no JSON object ({exc}): {_tail(stdout)}", seconds
-        )
-    # a string under a secret-named key masked whole before anything (an expectation, a
-    # summary) reads the result: "db_password", a captured api_token, env.HF_TOKEN
-    return ProbeOutcome(spec.name, redactor.value(result, f"probe {spec.name}"), None, seconds)
+        why = outcome.reason or _tail(redactor.bytes(stderr or stdout, where)[0])
+        error = redactor.text(f"the probe {outcome.status}{code}: {why}", where)[0]
+        return ProbeOutcome(spec.name, None, error, seconds)
+    result, error = read_outcome(spec, stdout, stderr, redactor)
+    return ProbeOutcome(spec.name, result, error, seconds)

@@ -87,6 +87,11 @@ TIME_UNITS = frozenset({"ns", "us", "µs", "ms", "s", "sec", "min", "h"})
 NOISE_PERCENT = 5.0
 
 
+#: How a line of text says a change's :attr:`Change.verdict` after its percentage (the CLI's
+#: figure lines, the story): a change within the noise is neither a gain nor a loss.
+VERDICT_WORDS = {"better": ", better", "worse": ", worse", "noise": ", within noise"}
+
+
 def direction(name: str, unit: str | None) -> str:
     """Which way a figure is better: ``"higher"`` for rates, throughputs, bandwidths and
     acceptance (``accept_length``, ``accept_rate``); ``"lower"`` for latencies and durations

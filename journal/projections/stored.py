@@ -215,6 +215,7 @@ def _restore(journal: str, head: Head, rows: dict[str, Any]) -> Restored:
     for host, key in top.get("latest_packages", {}).items():
         if key in snapshots:
             timeline.latest_packages[host] = snapshots[key]
+    timeline.latest_packages_seq = dict(top.get("latest_packages_seq", {}))
     timeline.events, timeline.last_ts = top.get("events", 0), top.get("last_ts")
     return Restored(timeline, head.seq, head, set(top.get("unfinished", [])))
 
@@ -247,6 +248,7 @@ def save(
             h: {p: v.seq for p, v in latest.items()} for h, latest in timeline.latest_probes.items()
         },
         "latest_packages": latest_packages,
+        "latest_packages_seq": timeline.latest_packages_seq,
         "unfinished": sorted(unfinished),
         "items": len(timeline.items),
     }

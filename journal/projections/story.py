@@ -13,7 +13,9 @@ the postmortem's summary, so all four tell the same story.
   version differs between the first package snapshot and the latest, with the number of other
   packages that moved.
 - **Headline**: the preferred rate series (output tokens/s first) with at least two trusted
-  figures: its first, its worst and its last figure, and the change first → last.
+  figures: its first, its worst and its last figure, and the change first → last with its
+  verdict (``better``, ``worse``, ``noise``, ``same``: :attr:`Change.verdict`, the throughput
+  page's own), so that +2.6% between two single figures reads as noise, not as a gain.
 - **Findings**: how many are open (by severity), acknowledged and resolved.
 """
 
@@ -25,9 +27,17 @@ from typing import Any
 from journal.pitfalls._bench import DISPLAY
 from journal.pitfalls.base import Finding, Tally
 from journal.projections.drift.readings import key_package
-from journal.projections.metrics import all_series, headline_rank, percent_change
+from journal.projections.metrics import (
+    VERDICT_WORDS,
+    all_series,
+    change_steps,
+    headline_rank,
+    pair,
+    percent_change,
+)
 from journal.projections.packages import normalize
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
+from journal.projections.unread import Unread, of_probe, of_run, texts
 
 #: The probes that read the stack: torch-env, and what an imported transcript printed of it
 #: (recorded as a ``transcript`` reading of the same shape).
@@ -64,6 +74,9 @@ class HostStory:
     packages: list[Moved] = field(default_factory=list)
     other_packages: int = 0  # packages that moved but are not key ones
     readings: int = 0  # torch-env readings the stack comes from
+    #: snapshots and torch-env readings that failed outside the span the story compares (before
+    #: the host's first good one or after its latest): what it says may not be all that moved
+    unread: list[Unread] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -83,6 +96,8 @@ class Headline:
     worst: float
     last: float
     higher_is_better: bool
+    #: the change first → last as the throughput page judges it: better, worse, noise, same
+    verdict: str = "better"
 
     @property
     def percent(self) -> float | None:
@@ -116,6 +131,7 @@ class Story:
                     "stack": [_moved(m) for m in h.stack],
                     "packages": [_moved(m) for m in h.packages],
                     "other_packages": h.other_packages,
+                    "unread": [u.to_dict() for u in h.unread],
                 }
                 for h in self.hosts
             ],
@@ -132,6 +148,7 @@ class Story:
                 "last": head.last,
                 "percent": None if head.percent is None else round(head.percent, 1),
                 "higher_is_better": head.higher_is_better,
+                "verdict": head.verdict,
             },
             "findings": {
                 "open": dict(self.open),
@@ -170,6 +187,22 @@ def _host_stories(timeline: Timeline) -> list[HostStory]:
     first_snap: dict[str, dict[str, Any]] = {}
     order: dict[str, None] = dict.fromkeys(timeline.hosts)
 
+    # per (host, packages or torch-env): failed reads before the first good one, and since
+    # the latest good one; those between two good readings change nothing the story compares
+    missed: dict[tuple[str, str], tuple[list[Unread], list[Unread]]] = {}
+    good: set[tuple[str, str]] = set()
+
+    def failed(miss: Unread) -> None:
+        kind = "packages" if miss.snapshot else miss.probe
+        if kind not in ("packages", *READINGS):
+            return
+        head, tail = missed.setdefault((miss.host, kind), ([], []))
+        (tail if (miss.host, kind) in good else head).append(miss)
+
+    def fine(host: str, kind: str) -> None:
+        good.add((host, kind))
+        missed.setdefault((host, kind), ([], []))[1].clear()
+
     def read(probe: ProbeView) -> None:
         if probe.probe not in READINGS or probe.result is None:
             return
@@ -177,18 +210,33 @@ def _host_stories(timeline: Timeline) -> list[HostStory]:
         first_read.setdefault(probe.host, now)
         last_read[probe.host] = now
         readings[probe.host] = readings.get(probe.host, 0) + 1
+        fine(probe.host, probe.probe)
 
     for item in timeline.items:
         if isinstance(item, ProbeView):
             order.setdefault(item.host)
+            miss = of_probe(item)
+            if miss is not None:
+                failed(miss)
             read(item)
         elif isinstance(item, StepRunView):
             order.setdefault(item.host)
             snap = item.snapshots.get("before") or item.snapshots.get("after")
             if snap is not None and item.host not in first_snap:
                 first_snap[item.host] = snap
+            if "before" in item.snapshots:
+                fine(item.host, "packages")
+            for miss in of_run(item):
+                failed(miss)
+            if "after" in item.snapshots:
+                fine(item.host, "packages")
             for probe in item.probes:
                 read(probe)
+    # a snapshot on its own (`journal run probe packages`) is no item, but the host's latest
+    # package set: the story's "after" is read after the failures before it
+    for host, seq in timeline.latest_packages_seq.items():
+        _, tail = missed.get((host, "packages"), ([], []))
+        tail[:] = [u for u in tail if u.seq > seq]
     stories = []
     for host in order:
         story = HostStory(host, readings=readings.get(host, 0))
@@ -206,7 +254,11 @@ def _host_stories(timeline: Timeline) -> list[HostStory]:
                 Moved(n, before.get(n), after.get(n)) for n in moved if key_package(n)
             ]
             story.other_packages = len(moved) - len(story.packages)
-        if story.stack or story.packages or story.other_packages:
+        for (where, _), (head, tail) in missed.items():
+            if where == host:
+                story.unread += [*head, *tail]
+        story.unread.sort(key=lambda u: u.seq)
+        if story.stack or story.packages or story.other_packages or story.unread:
             stories.append(story)
     return stories
 
@@ -218,9 +270,12 @@ def _headline(timeline: Timeline) -> Headline | None:
         (s for s in found if s.higher_is_better),
         key=lambda s: (headline_rank(s.name), order[id(s)]),
     ):
-        values = [p.value for p in series.points if p.invalid is None and p.value == p.value]
-        if len(values) < 2:
+        trusted = [p for p in series.points if p.invalid is None and p.value == p.value]
+        if len(trusted) < 2:
             continue
+        values = [p.value for p in trusted]
+        # judged as the throughput page judges it: within the noise is neither gain nor loss
+        change = pair(series, trusted[0], trusted[-1], change_steps(timeline))
         what = series.labels.get("benchmark")
         display = DISPLAY.get(series.name, series.name) + (f" ({what})" if what else "")
         return Headline(
@@ -233,6 +288,7 @@ def _headline(timeline: Timeline) -> Headline | None:
             worst=min(values),
             last=values[-1],
             higher_is_better=True,
+            verdict=change.verdict,
         )
     return None
 
@@ -266,15 +322,21 @@ def lines(told: Story) -> list[str]:
         if host.other_packages:
             parts.append(f"{host.other_packages} other package(s) moved")
         unchanged = [_span(m) for m in host.stack if not m.changed and m.after]
-        if not parts:
+        unread = texts(host.unread)
+        if not parts and unread:  # nothing seen to move is no "unchanged" when a read failed
+            parts = [*unread, *(["last read: " + ", ".join(unchanged)] if unchanged else [])]
+        elif not parts:
             parts = ["unchanged: " + ", ".join(unchanged)] if unchanged else ["nothing read"]
+        else:
+            parts += unread
         out.append(f"{host.host}: " + "; ".join(parts))
     head = told.headline
     if head is not None:
         unit = f" {head.unit}" if head.unit else ""
         path = " → ".join(figure(v, None) for v in (head.first, head.worst, head.last))
         where = f" on {head.host}" if head.host else ""
-        pct = "" if head.percent is None else f" ({head.percent:+.1f}% first to last)"
+        said = VERDICT_WORDS.get(head.verdict, "")
+        pct = "" if head.percent is None else f" ({head.percent:+.1f}% first to last{said})"
         out.append(f"{head.display}{where}: {path}{unit}, first → worst → last{pct}")
     opened = ", ".join(f"{n} {sev}" for sev, n in told.open.items() if n) or "none"
     out.append(

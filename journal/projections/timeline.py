@@ -57,6 +57,9 @@ class ProbeView:
     seconds: float
     run: str | None
     expectations: list[ExpectationView] = field(default_factory=list)
+    #: ``before`` / ``after`` its step run, or ``probe`` on its own; None where an old event
+    #: did not say and the record cannot tell (a failed snapshot of a run that printed nothing)
+    phase: str | None = None
 
 
 @dataclass
@@ -182,6 +185,8 @@ class Timeline:
     latest_probes: dict[str, dict[str, ProbeView]] = field(default_factory=dict)
     #: the latest package snapshot of each host
     latest_packages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the event of that snapshot (what a failed snapshot before it is told from)
+    latest_packages_seq: dict[str, int] = field(default_factory=dict)
     #: every figure recorded, in order (those of step runs are also in the run's view)
     metrics: list[MetricView] = field(default_factory=list)
     events: int = 0
@@ -275,6 +280,7 @@ def _(event: NoteAdded, rec: Recorded, state: Timeline) -> None:
 @apply.register
 def _(event: PackagesSnapshotted, rec: Recorded, state: Timeline) -> None:
     state.latest_packages[event.host_name] = event.packages
+    state.latest_packages_seq[event.host_name] = rec.seq
     view = state.runs.get(event.run) if event.run else None
     if view is not None and event.phase in ("before", "after"):
         view.snapshots[event.phase] = event.packages
@@ -282,6 +288,7 @@ def _(event: PackagesSnapshotted, rec: Recorded, state: Timeline) -> None:
 
 @apply.register
 def _(event: ProbeRecorded, rec: Recorded, state: Timeline) -> None:
+    view = state.runs.get(event.run) if event.run else None
     probe = ProbeView(
         rec.seq,
         rec.ts,
@@ -291,14 +298,29 @@ def _(event: ProbeRecorded, rec: Recorded, state: Timeline) -> None:
         event.error,
         event.seconds,
         event.run,
+        phase=event.phase or _phase(event, view),
     )
     if event.result is not None:
         state.latest_probes.setdefault(event.host_name, {})[event.probe] = probe
-    view = state.runs.get(event.run) if event.run else None
     if view is not None:
         view.probes.append(probe)
     else:
         state.items.append(probe)
+
+
+def _phase(event: ProbeRecorded, view: StepRunView | None) -> str | None:
+    """When a probe recorded before ``ProbeRecorded.phase`` existed ran, where the record
+    tells: on its own, after its step (a probe; a snapshot once the step printed or had its
+    snapshot before), else unknown."""
+    if event.run is None:
+        return "probe"
+    if event.probe != "packages":
+        return "after"
+    if view is not None and (
+        view.chunks or "before" in view.snapshots or any(p.probe == "packages" for p in view.probes)
+    ):
+        return "after"
+    return None
 
 
 @apply.register

@@ -1,15 +1,21 @@
 """`journal run bench` and `journal record metric`: figures recorded as ``MetricRecorded``.
 
 A benchmark runs as a step run flagged with its name (its output recorded like any step's);
-its parser then reads the output *as recorded* (secrets already redacted) and each figure is
-appended with the line it was read from. A run whose output holds no figure has failed.
+its parser then reads the output *as printed* (redaction masks no evidence there) and each
+figure is appended with its line *as recorded* (:func:`as_recorded`: a figure that its line's
+redaction does not leave standing was read from a secret, and is not recorded; what the
+parser says is redacted too). A run whose output holds no figure has failed,
+unless the benchmark said why the host cannot run it (the built-in ``allreduce`` on one GPU):
+that run is ``skipped``, with the reason, and no failure anywhere.
 """
 
 from __future__ import annotations
 
 import getpass
 import math
+import re
 import socket
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -17,11 +23,12 @@ from journal.benchmarks import BenchmarkSpec
 from journal.benchmarks.parsers import ParseResult, parse
 from journal.errors import BadInput
 from journal.events import MetricRecorded, OutputChunk
-from journal.output import output_text
-from journal.redact import Redactor
+from journal.output import chunk_text, chunks_of, output_text
+from journal.redact import MASK, Redactor
 from journal.runbook import Host, Runbook, Step
 from journal.service.steps import Measure, StepRun, StepWatch, run_step_fleet
 from journal.store import EventStore
+from journal.terminal import clean
 from journal.transport import Outcome
 
 if TYPE_CHECKING:
@@ -40,6 +47,91 @@ class BenchRun:
 def recorded_output(store: EventStore, journal: str, run_id: str) -> str:
     """A step run's output as recorded (both streams, in the order printed)."""
     return output_text(store.read(journal, types=[OutputChunk.type], run_id=run_id))
+
+
+def recorded_lines(
+    store: EventStore, journal: str, run_id: str, wanted: set[int]
+) -> dict[int, str]:
+    """Lines ``wanted`` (1-based) of a run's output as recorded, as a parser reads a line
+    (clean, no carriage return at its end)."""
+    records = store.read(journal, types=[OutputChunk.type], run_id=run_id)
+    return lines_of((chunk_text(c) for c in chunks_of(records)), wanted)
+
+
+def lines_of(pieces: Iterable[str], wanted: set[int]) -> dict[int, str]:
+    """Lines ``wanted`` (1-based) of the text that comes in ``pieces``, as a parser reads them."""
+    out: dict[int, str] = {}
+    number, pending = 1, ""
+    for piece in pieces:
+        if not wanted or number > max(wanted):
+            break
+        text = pending + piece
+        ends = text.count("\n")
+        if not any(number <= n < number + ends for n in wanted):
+            number, pending = number + ends, text[text.rfind("\n") + 1 :]
+            continue
+        *lines, pending = text.split("\n")
+        for line in lines:
+            if number in wanted:
+                out[number] = clean(line).rstrip("\r")
+            number += 1
+    if number in wanted:
+        out[number] = clean(pending).rstrip("\r")
+    return out
+
+
+#: A number as printed in a line (a figure's value is looked for among them).
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?")
+
+
+def _stands(value: float, line: str) -> bool:
+    """Whether ``value`` is printed in ``line`` (in any form a parser reads)."""
+    for found in _NUMBER.finditer(line):
+        try:
+            if math.isclose(float(found.group().replace(",", "")), abs(value), rel_tol=1e-9):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def as_recorded(
+    result: ParseResult, lines: Mapping[int, str], redactor: Redactor, where: str = "stdout"
+) -> ParseResult:
+    """What a parser read from the output as printed, as it may be recorded: each figure and
+    problem with its line as recorded (``lines``: line number -> the recorded line; a line not
+    there is redacted on its own), a figure whose value its line's redaction does not leave
+    standing not recorded (said in ``errors``: it was read from a secret), a label read from
+    the line and masked there masked, and the parser's sentences redacted."""
+    figures = []
+    errors = [redactor.text(e, where)[0] for e in result.errors]
+    for figure in result.figures:
+        shown = lines.get(figure.line)
+        if shown is None:
+            shown = redactor.text(figure.text, where)[0]
+        if shown != figure.text:
+            if not _stands(figure.value, shown):
+                errors.append(
+                    f"{figure.name} (line {figure.line}) is not recorded: its value is masked "
+                    "in the output as (part of) a secret"
+                )
+                continue
+            labels = {
+                k: MASK if v and v in figure.text and v not in shown else v
+                for k, v in figure.labels.items()
+            }
+            figure = replace(figure, text=shown, labels=labels)
+        figures.append(figure)
+    problems = [
+        replace(
+            p,
+            reason=redactor.text(p.reason, where)[0],
+            text=lines.get(p.line, redactor.text(p.text, where)[0]),
+        )
+        for p in result.problems
+    ]
+    skipped = [redactor.text(s, where)[0] for s in result.skipped]
+    return ParseResult(figures, problems, skipped, errors)
 
 
 def figures_of(
@@ -97,11 +189,19 @@ def run_bench(
             return sent, sent
         return sent, f"{host.python} -u <journal's built-in benchmark script> {spec.builtin}"
 
-    def read(run_id: str, host: Host, outcome: Outcome, redactor: Redactor) -> Outcome:
-        text = recorded_output(store, runbook.name, run_id)
+    def read(
+        run_id: str, host: Host, outcome: Outcome, redactor: Redactor, printed: str | None
+    ) -> Outcome:
+        # the output as printed when kept (else as recorded, redacted already)
+        text = recorded_output(store, runbook.name, run_id) if printed is None else printed
         result = parse(
             spec.parser, text, patterns=spec.patterns, units=spec.units, command=spec.run or ""
         )
+        if printed is not None:
+            del text, printed
+            wanted = {f.line for f in result.figures} | {p.line for p in result.problems}
+            lines = recorded_lines(store, runbook.name, run_id, wanted)
+            result = as_recorded(result, lines, redactor)
         invalid = None
         if not outcome.ok:
             code = f" (exit status {outcome.exit_code})" if outcome.exit_code is not None else ""
@@ -119,10 +219,12 @@ def run_bench(
         found[run_id] = (figures, list(result.skipped))
         if outcome.ok and result.errors:
             return replace(outcome, status="failed", reason="; ".join(result.errors))
+        if outcome.ok and not figures and result.skipped:
+            # the host cannot run it and the benchmark said why: nothing failed
+            return replace(outcome, status="skipped", reason="; ".join(result.skipped))
         if outcome.ok and not figures:
             what = f"the {spec.parser} parser" if not spec.builtin else "the built-in benchmark"
-            why = "; ".join(result.skipped) or f"{what} found no figure in the output"
-            return replace(outcome, status="failed", reason=why)
+            return replace(outcome, status="failed", reason=f"{what} found no figure in the output")
         return outcome
 
     step = Step(

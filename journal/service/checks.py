@@ -13,7 +13,7 @@ from journal.expect import Facts, Verdict, check_all
 from journal.probes import ProbeSpec
 from journal.probes.runner import ProbeOutcome, run_probe
 from journal.probes.summary import summary
-from journal.redact import MASK, SECRET_KEY, Redactor
+from journal.redact import MASK, Redactor, secret_value
 from journal.runbook import Host, Runbook
 from journal.transport import Transport
 
@@ -38,6 +38,8 @@ class HostChecks:
     #: the env's fingerprint and packages at the last snapshot taken here (reused while the
     #: fingerprint holds)
     last_snapshot: tuple[str, dict[str, Any]] | None = None
+    #: why the last package snapshot taken here failed (None once one succeeds)
+    failure: str | None = None
 
     def _probe(self, spec: ProbeSpec, run_id: str) -> ProbeOutcome:
         return run_probe(
@@ -46,7 +48,8 @@ class HostChecks:
 
     def snapshot(self, phase: str, run: str | None, run_id: str) -> dict[str, Any] | None:
         """Record every package of the target python (``PackagesSnapshotted``); None if the
-        packages probe failed (recorded as a failed ``ProbeRecorded`` so it shows). When the
+        packages probe failed (recorded as a failed ``ProbeRecorded`` of that ``phase``, which
+        every view shows and `snapshot-failed` judges). When the
         env's fingerprint is the one of this host's previous snapshot, the probe reads no
         distribution and that snapshot's packages are recorded again."""
         spec = self.runbook.probes["packages"]
@@ -57,11 +60,17 @@ class HostChecks:
             outcome.result["packages"] = self.last_snapshot[1]
         if outcome.result is None or not isinstance(outcome.result.get("packages"), dict):
             error = outcome.error or "the packages probe returned no packages"
+            self.failure = error
             self.append(
-                [ProbeRecorded(self.host.name, "packages", None, outcome.seconds, error, run)]
+                [
+                    ProbeRecorded(
+                        self.host.name, "packages", None, outcome.seconds, error, run, phase
+                    )
+                ]
             )
             self.say(f"packages snapshot ({phase}) on {self.host.name} failed: {error}")
             return None
+        self.failure = None
         result = outcome.result
         if isinstance(result.get("fingerprint"), str):
             self.last_snapshot = (result["fingerprint"], result["packages"])
@@ -92,7 +101,13 @@ class HostChecks:
         self.append(
             [
                 ProbeRecorded(
-                    self.host.name, name, outcome.result, outcome.seconds, outcome.error, run
+                    self.host.name,
+                    name,
+                    outcome.result,
+                    outcome.seconds,
+                    outcome.error,
+                    run,
+                    "probe" if run is None else "after",
                 )
             ]
         )
@@ -155,9 +170,11 @@ class HostChecks:
 def _hidden(verdict: Verdict) -> Verdict:
     """``verdict`` with what it expected and found masked when its key names a secret
     (``env.HF_TOKEN``, ``db.password``): neither the runbook's expected value nor the value
-    found is recorded, nor said in the reason (which is kept when nothing was found)."""
-    name = verdict.key.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-    if not SECRET_KEY.match(name):
+    found is recorded, nor said in the reason (which is kept when nothing was found). A
+    distribution's version (``packages.tiktoken``) is data, whatever the name."""
+    path = verdict.key.rsplit(":", 1)[-1]
+    actual = verdict.actual if isinstance(verdict.actual, str) else ""
+    if path.startswith("packages.") or not secret_value(path.rsplit(".", 1)[-1], actual):
         return verdict
     if not isinstance(verdict.actual, str):
         return replace(verdict, expected=MASK)  # not found, unavailable: no value in the reason

@@ -226,7 +226,7 @@ def import_transcript(
         figures = []
         if output:
             data, redactions = redactor.bytes((output + "\n").encode(), "stdout")
-            figures = _figures(shown, data.decode("utf-8", "replace"), host, run)
+            figures = _figures(shown, output, data.decode("utf-8", "replace"), host, run, redactor)
             body, encoding = encode(data)
             batch.append(
                 OutputChunk(
@@ -291,18 +291,24 @@ def _readings(text: str, path: Path, host: str, redactor: Redactor) -> dict[int,
     return out
 
 
-def _figures(command: str, output: str, host: str, run: str) -> list[MetricRecorded]:
-    """The figures of a pasted benchmark's output, labelled with its command (options that
-    only name output files or the server's address left out, so reruns share a series)."""
+def _figures(
+    command: str, output: str, recorded: str, host: str, run: str, redactor: Redactor
+) -> list[MetricRecorded]:
+    """The figures of a pasted benchmark's output, read from it as pasted, each with its line
+    as ``recorded`` (redacted: :func:`journal.service.bench.as_recorded`), labelled with its
+    command (options that only name output files or the server's address left out, so reruns
+    share a series)."""
     from journal.benchmarks import guess_parser
     from journal.benchmarks.parsers import parse
     from journal.pitfalls._bench import bench_key
-    from journal.service.bench import figures_of
+    from journal.service.bench import as_recorded, figures_of, lines_of
 
     parser = guess_parser(command, output)
     if parser is None:
         return []
     result = parse(parser, output, command=command)
+    wanted = {f.line for f in result.figures} | {p.line for p in result.problems}
+    result = as_recorded(result, lines_of([recorded], wanted), redactor)
     key = bench_key(command)
     return figures_of(
         result,

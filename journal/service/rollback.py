@@ -29,6 +29,7 @@ from journal.probes.runner import CaptureSink
 from journal.projections.packages import normalize
 from journal.projections.stored import current_timeline
 from journal.projections.timeline import StepRunView, Timeline
+from journal.projections.unread import short
 from journal.redact import MASK, Redactor
 from journal.runbook import Host, Runbook, Step
 from journal.service.checks import HostChecks
@@ -297,7 +298,7 @@ def targets(timeline: Timeline, runbook: Runbook, to: str, hosts: list[str]) -> 
             "is its own host's; roll another host back to a step (its latest run there)"
         )
     _reachable(runbook, run.host, to)
-    return [_target(run, to, phase)]
+    return [_target(run, to, phase, runbook)]
 
 
 def _reachable(runbook: Runbook, host: str, to: str) -> None:
@@ -337,23 +338,37 @@ def _step_target(
             f"{to}: {step} never ran on {host}, so there is no package set of it to roll {host} "
             "back to; name the hosts it ran on (`journal log --step " + step + "`)"
         )
-    return _target(runs[index], to, phase)
+    return _target(runs[index], to, phase, runbook)
 
 
-def _target(run: StepRunView, to: str, phase: str) -> Target:
+def _target(run: StepRunView, to: str, phase: str, runbook: Runbook) -> Target:
     snapshot = run.snapshots.get(phase)
     if snapshot is None:
-        why = (
-            "it took no snapshots (snapshots = false)"
-            if not run.snapshots
-            else f"its {phase} snapshot was never recorded (the run {run.status})"
-        )
         raise BadInput(
             f"{to}: run {run.run_id} ({run.step} on {run.host}) has no package snapshot "
-            f"{phase} it: {why}; roll back to another run or step"
+            f"{phase} it: {_no_snapshot(run, phase, runbook)}; roll back to another run or step"
         )
     entries = {normalize(k): dict(v) for k, v in snapshot.items() if isinstance(v, dict)}
     return Target(run.host, to, run.run_id, run.step, phase, run.started, entries)
+
+
+def _no_snapshot(run: StepRunView, phase: str, runbook: Runbook) -> str:
+    """Why a run has no package snapshot ``phase`` it: the snapshot failed (the error it
+    recorded), the step takes none, or the run ended before it."""
+    failed = [p for p in run.probes if p.probe == "packages" and p.result is None]
+    mine = [p for p in failed if p.phase == phase] or [p for p in failed if p.phase is None]
+    if mine:
+        return (
+            f"the packages snapshot {phase} run {run.run_id} on {run.host} failed: "
+            f"{short(mine[-1].error or 'no reason recorded')}"
+        )
+    step = next((s for s in runbook.steps if s.name == run.step), None)
+    if not run.snapshots and step is not None and not step.snapshots:
+        return "it took no snapshots (snapshots = false)"
+    if run.imported:
+        return "an imported command has no package snapshots"
+    ended = f"the run {run.status}" + (f": {run.reason}" if run.reason else "")
+    return f"its {phase} snapshot was never recorded ({ended})"
 
 
 # -- the plan -----------------------------------------------------------------------------------
@@ -578,8 +593,8 @@ def plan_host(
     if current is None:
         raise BadInput(
             f"host {host.name}: its packages could not be read with {host.python} (the packages "
-            "probe failed: `journal run probe packages --host "
-            f"{host.name}` says why), so no rollback can be planned"
+            f"probe failed: {checks.failure}), so no rollback can be planned; `journal run "
+            f"probe packages --host {host.name}` records the failure to look at"
         )
     now = {normalize(k): v for k, v in current.items() if isinstance(v, dict)}
     installer, uv = _installer(side)

@@ -43,12 +43,13 @@ def new_run_id() -> str:
 class Measure:
     """What makes a step run a benchmark run (`journal run bench`): the benchmark's name, the
     command sent to a host and the one recorded (a built-in's script is not written out), and
-    ``read(run_id, host, outcome, redactor)``, which records the figures of the output and
-    gives the outcome to record (a run whose output holds no figure has failed)."""
+    ``read(run_id, host, outcome, redactor, printed)``, which records the figures of the
+    output (``printed``: as printed, before redaction; None when too big to keep) and gives
+    the outcome to record (a run whose output holds no figure has failed)."""
 
     benchmark: str
     command: Callable[[Host], tuple[str, str]]
-    read: Callable[[str, Host, Outcome, Redactor], Outcome]
+    read: Callable[[str, Host, Outcome, Redactor, str | None], Outcome]
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,7 @@ def _record_on_host(
             host.name,
             redactor,
             echo.for_host(host.name),
+            keep=measure is not None,  # a benchmark's parser reads the output as printed
         )
         spooled = True
         outcome = ran = transport.run(
@@ -294,7 +296,7 @@ def _record_on_host(
         recorder.close()
         echo.flush_host(host.name)
         if measure is not None and outcome.status != "detached":
-            outcome = measure.read(run_id, host, outcome, redactor)
+            outcome = measure.read(run_id, host, outcome, redactor, recorder.printed())
         if outcome.status in ("succeeded", "failed") and outcome.exit_code is not None:
             failed = _after_step(checks, step, outcome, run_id, before)
             if failed and outcome.ok:
@@ -392,7 +394,8 @@ def connect(transport: Transport, host: Host, append: Append) -> str | None:
 
 
 def exit_status(runs: list[StepRun]) -> int:
-    """0 when every host succeeded; else the first failure's own exit status (or 124 for a
+    """0 when every host succeeded (or skipped: a benchmark its host cannot run, which said
+    why); else the first failure's own exit status (or 124 for a
     timeout, 130 for Ctrl-C and 128 + the signal when journal got SIGTERM or SIGHUP, 255 when
     the host could not be reached, as ssh does, 2 when the host's disk was full for the run's
     spool, 1 when the command exited 0 but failed its expectations or printed no figure)."""

@@ -31,7 +31,9 @@ class OutputSink(Protocol):
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a command ended: ``status`` succeeded, failed, interrupted or timed-out."""
+    """How a command ended: ``status`` succeeded, failed, interrupted or timed-out; or
+    skipped (a benchmark that said why its host cannot run it, see :mod:`journal.service.bench`),
+    which is no failure."""
 
     status: str
     exit_code: int | None
@@ -45,7 +47,9 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.status == "succeeded"
+        """Not a failure: succeeded, or skipped (exit 0, no step-failed notice, no stop of a
+        plan or a rolling batch)."""
+        return self.status in ("succeeded", "skipped")
 
 
 #: The cause of a step that failed for its host's full disk (exit status 2, not 255).

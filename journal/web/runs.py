@@ -24,6 +24,7 @@ from journal.pitfalls.base import Finding
 from journal.projections.notifications import deliveries
 from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
+from journal.projections.unread import of_run
 from journal.recorder import decode
 from journal.service.runs import latest_attempt, rollback_runs
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
@@ -97,6 +98,7 @@ def _summary_context(state: JournalState, run: StepRunView) -> dict[str, Any]:
         "elsewhere": elsewhere,
         "runs": state.timeline.runs,
         "rollback_command": rollback_command(list(state.timeline.runs.values()), run),
+        "unread": of_run(run),
         "notifications": deliveries(
             store().read(state.journal, run_id=run_id, types=[NotificationSent.type])
         ),
@@ -138,8 +140,9 @@ def _neighbours(state: JournalState, run: StepRunView) -> dict[str, StepRunView 
 
 
 def _succeeded(run: StepRunView) -> bool:
-    """Whether a run ended well (or is still running: nothing to retry yet)."""
-    return run.status in ("succeeded", "running", "imported")
+    """Whether a run ended well (or is still running: nothing to retry yet; or skipped: its
+    host cannot run it, a retry there changes nothing)."""
+    return run.status in ("succeeded", "running", "imported", "skipped")
 
 
 @bp.get("")

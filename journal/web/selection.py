@@ -24,7 +24,16 @@ from journal.store import EventStore
 from journal.web.state import JournalState
 
 KINDS = ("step", "interactive", "probe", "note", "metric", "host-key")
-STATUSES = ("succeeded", "failed", "interrupted", "lost", "timed-out", "running", "imported")
+STATUSES = (
+    "succeeded",
+    "failed",
+    "interrupted",
+    "lost",
+    "timed-out",
+    "skipped",
+    "running",
+    "imported",
+)
 LAYOUTS = ("list", "hosts")
 
 

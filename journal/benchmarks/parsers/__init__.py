@@ -42,7 +42,8 @@ Metric names, per parser:
   (linear time) where it takes them, else on ``re`` within a time limit; one past it reads
   nothing and says why in ``ParseResult.errors`` (see :mod:`journal.userregex`).
 - ``builtin``: the ``metric`` of each JSON line (``matmul_bf16``, ``memcpy_d2d``,
-  ``allreduce_busbw``), its unit and labels; a skipped one goes to ``ParseResult.skipped``.
+  ``allreduce_busbw``), its unit and labels; a skipped one (the host cannot run it) goes to
+  ``ParseResult.skipped``, one that could not be measured (the env is broken) to ``errors``.
 
 Problems: ``Failed requests: N`` with N > 0, ``All requests failed``, fewer ``Successful
 requests`` than ``--num-prompts`` in the command (or none at all); nccl-tests ``# Out of bounds
@@ -136,7 +137,7 @@ def parse(
             )
         groups, errors = regex(doc, patterns, units or {})
     elif parser == "builtin":
-        groups, skipped = builtin(doc)
+        groups, skipped, errors = builtin(doc)
     elif parser == "nccl-tests":
         groups, problems = nccl_tests(doc, command)
     elif parser == "llama-bench":

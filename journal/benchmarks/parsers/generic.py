@@ -60,10 +60,12 @@ def regex(doc: Text, patterns: list[str], units: dict[str, str]) -> tuple[list[G
     return [group], errors
 
 
-def builtin(doc: Text) -> tuple[list[Group], list[str]]:
-    """The figures of gpu.py's JSON lines, and the reasons of those it skipped."""
+def builtin(doc: Text) -> tuple[list[Group], list[str], list[str]]:
+    """The figures of gpu.py's JSON lines, the reasons of those it skipped (the host cannot
+    run them) and of those it could not measure (``error``: the env is broken)."""
     group = Group(0)
     skipped: list[str] = []
+    errors: list[str] = []
     for start, end in doc.spans_with('"metric"'):
         line = doc.line(start, end).strip()
         if not line.startswith("{"):
@@ -75,6 +77,9 @@ def builtin(doc: Text) -> tuple[list[Group], list[str]]:
         if not isinstance(item, dict) or not isinstance(item.get("metric"), str):
             continue
         value, unit, labels = item.get("value"), item.get("unit"), item.get("labels") or {}
+        if value is None and item.get("error"):
+            errors.append(f"{item['metric']}: {item['error']}")
+            continue
         if value is None and item.get("skipped"):
             skipped.append(f"{item['metric']}: {item['skipped']}")
             continue
@@ -89,4 +94,4 @@ def builtin(doc: Text) -> tuple[list[Group], list[str]]:
             start,
             {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         )
-    return [group], skipped
+    return [group], skipped, errors

@@ -3,7 +3,10 @@ TFLOP/s), ``memcpy`` (device-to-device GB/s, bytes read plus written) and ``allr
 bus bandwidth through torch.distributed over every GPU of the host, one process per GPU).
 
 Prints one JSON object per figure: ``{"metric", "value", "unit", "labels"}``. Timed with CUDA
-events after warm-up, median of the repeats, on random data (never zeros).
+events after warm-up, median of the repeats, on random data (never zeros). A benchmark the host
+cannot run (``allreduce`` on one GPU; no GPU at all) prints ``"value": null`` and why in
+``"skipped"``; an env that cannot run it on a host that could (torch does not import, or sees
+none of the host's GPUs) says why in ``"error"``: the run then failed, it was not skipped.
 """
 
 import json
@@ -104,7 +107,13 @@ METRICS = {"matmul": "matmul_bf16", "memcpy": "memcpy_d2d", "allreduce": "allred
 
 
 def _skip(name, why):
+    """The host cannot run this benchmark (too few GPUs, none): the run is skipped, not failed."""
     print(json.dumps({"metric": METRICS[name], "value": None, "labels": {}, "skipped": why}))
+
+
+def _error(name, why):
+    """The env is broken (torch does not import): the run failed, whatever the host has."""
+    print(json.dumps({"metric": METRICS[name], "value": None, "labels": {}, "error": why}))
 
 
 if __name__ == "__main__":
@@ -112,9 +121,23 @@ if __name__ == "__main__":
     try:
         import torch
     except ImportError as exc:
-        _skip(which, f"torch cannot be imported by {sys.executable}: {exc}")
+        _error(which, f"torch cannot be imported by {sys.executable}: {exc}")
         sys.exit(0)
     if not torch.cuda.is_available():
-        _skip(which, f"no CUDA device: torch {torch.__version__} sees none")
+        import glob
+
+        devices = sorted(glob.glob("/dev/nvidia[0-9]*"))
+        if devices:  # the host has GPUs its env cannot use: a CPU build of torch, say
+            _error(
+                which,
+                f"torch {torch.__version__} sees no CUDA device, but the host has "
+                f"{len(devices)} NVIDIA GPU(s) ({devices[0]}): a CPU build of torch, a "
+                "driver it cannot use, or CUDA_VISIBLE_DEVICES hiding them",
+            )
+            sys.exit(0)
+        why = f"no CUDA device: torch {torch.__version__} sees none"
+        if which == "allreduce":
+            why = f"needs 2 or more GPUs, found 0; torch {torch.__version__} sees no CUDA device"
+        _skip(which, why)
         sys.exit(0)
     {"matmul": matmul, "memcpy": memcpy, "allreduce": allreduce}[which]()

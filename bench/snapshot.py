@@ -1,0 +1,144 @@
+"""What a package snapshot costs on a real env, and whether every package survives it.
+
+    python bench/snapshot.py --python /path/to/env/bin/python [--rounds 5]
+    python bench/snapshot.py --make-venv 500 [--rounds 5]
+
+For the env of ``--python`` (a real ML env: the H200 image's, over 200 packages), or for a venv
+of N real distributions installed here from the wheels on this machine's disk (``--make-venv N``;
+``--wheels DIR``, default the local index /opt/pypi; built once under .bench-cache/), it prints:
+
+- the packages probe alone (the script the env's python runs), median of the rounds;
+- journal reading that output, two ways: **before** (issue 25: the raw output redacted as text,
+  then parsed, which is how every snapshot of an env holding ``tiktoken`` failed) and **after**
+  (parsed from the raw bytes, then its values redacted), with how many package names and
+  versions came out exactly as the env has them;
+- ``journal run probe packages`` as a whole on a runbook whose host is that env (``local``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from journal.probes import BUILTIN, ProbeSpec  # noqa: E402
+from journal.probes.runner import read_outcome  # noqa: E402
+from journal.redact import Redactor  # noqa: E402
+
+SCRIPT = ROOT / "journal" / "probes" / "scripts" / "packages.py"
+CACHE = ROOT / ".bench-cache"
+
+
+def median_time(fn, rounds: int) -> tuple[float, object]:
+    times, last = [], None
+    for _ in range(rounds):
+        started = time.perf_counter()
+        last = fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), last
+
+
+def make_venv(count: int, wheels: Path) -> Path:
+    """A venv of ``count`` real distributions (pure-Python wheels from ``wheels``, no deps
+    resolved: what matters to a snapshot is how many dist-info folders there are)."""
+    folder = CACHE / f"venv-{count}"
+    python = folder / "bin" / "python"
+    if python.exists():
+        listed = subprocess.run(
+            [str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True
+        )
+        if listed.returncode == 0 and len(json.loads(listed.stdout)) >= count:
+            return python
+    files = sorted(wheels.rglob("*-py3-none-any.whl")) + sorted(wheels.rglob("*-py2.py3-none-any.whl"))
+    picked: dict[str, Path] = {}
+    for wheel in files:
+        picked.setdefault(wheel.name.split("-")[0].lower(), wheel)
+    chosen = list(picked.values())[:count]
+    if len(chosen) < count:
+        raise SystemExit(f"only {len(chosen)} pure-Python wheels under {wheels}: pass --wheels")
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
+         "--disable-pip-version-check", *map(str, chosen)],
+        check=True,
+    )
+    return python
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", help="the env's python")
+    parser.add_argument("--make-venv", type=int, metavar="N", help="a venv of N packages here")
+    parser.add_argument("--wheels", type=Path, default=Path("/opt/pypi"))
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    py = str(make_venv(args.make_venv, args.wheels)) if args.make_venv else args.python
+    if not py:
+        raise SystemExit("name an env: --python PATH or --make-venv N")
+
+    def probe() -> bytes:
+        done = subprocess.run([py, str(SCRIPT)], capture_output=True)
+        if done.returncode != 0:
+            raise SystemExit(f"the packages probe failed: {done.stderr.decode()[-1000:]}")
+        return done.stdout
+
+    probe_s, raw = median_time(probe, args.rounds)
+    assert isinstance(raw, bytes)
+    truth = json.loads(raw)["packages"]
+    spec = ProbeSpec("packages", script=BUILTIN["packages"])
+    redactor = Redactor.for_run()
+
+    def before() -> dict | None:
+        text, _ = redactor.bytes(raw, "probe packages")
+        try:
+            return redactor.value(json.loads(text), "probe packages")
+        except ValueError:
+            return None
+
+    def after() -> dict | None:
+        return read_outcome(spec, raw, b"", redactor)[0]
+
+    rows = [("packages probe alone", probe_s, "")]
+    for name, fn in (("before: redacted as text, then parsed", before),
+                     ("after: parsed, then values redacted", after)):
+        seconds, result = median_time(fn, args.rounds)
+        got = (result or {}).get("packages") if isinstance(result, dict) else None
+        if not isinstance(got, dict):
+            intact = "the snapshot FAILED (no JSON object)"
+        else:
+            same = sum(
+                1 for k, v in truth.items()
+                if k in got and got[k].get("name") == v["name"] and got[k].get("version") == v["version"]
+            )
+            intact = f"{same}/{len(truth)} names and versions intact"
+        rows.append((f"journal reading it, {name}", seconds, intact))
+
+    with tempfile.TemporaryDirectory() as work:
+        runbook = Path(work) / "runbook.toml"
+        runbook.write_text(
+            f'[journal]\nname = "snapshot-bench"\n\n[hosts.env]\nssh = "local"\npython = "{py}"\n'
+        )
+        journal = [sys.executable, "-m", "journal", "--db", f"{work}/journal.db",
+                   "--runbook", str(runbook), "run", "probe", "packages"]
+
+        def command() -> int:
+            return subprocess.run(journal, capture_output=True).returncode
+
+        seconds, code = median_time(command, args.rounds)
+        rows.append(("`journal run probe packages`", seconds, f"exit {code}"))
+
+    print(f"env: {py} ({len(truth)} distributions; {args.rounds} rounds, medians)")
+    for what, seconds, note in rows:
+        print(f"  {what:<52} {seconds * 1000:8.1f} ms  {note}")
+
+
+if __name__ == "__main__":
+    main()

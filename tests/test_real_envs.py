@@ -1,0 +1,321 @@
+"""A proving ground of real ML envs: what journal records and judges when real uv and real pip
+change a venv made from the registries (tests/realenv.py: the CPU torch wheel, numpy 2 under
+scipy and pillow, and packages named like secrets: tiktoken, google-auth, tokenizers,
+secretstorage, keyring, python-jose, passlib, tokenize-rt, pykeepass).
+
+Each test has its own venv and journal, and runs journal as a user does (`journal run step`
+on a `local` host whose python is the venv's); what it checks is what the user would see:
+`journal show`, the run's web page, `journal lint`, the recorded snapshots, and the env itself
+(`pip list`). uv reads PyPI (its downloads cached between runs); pip reads a wheel folder
+given in the host's env (`PIP_NO_INDEX`, `PIP_FIND_LINKS`), as on a host without an index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from journal.events import PackagesSnapshotted
+from journal.store import EventStore
+from tests.helpers import journal, text, uv_binary
+from tests.realenv import Wheelhouse, installed, pip_list, tool_env, wheelhouse
+
+pytestmark = pytest.mark.slow
+
+NAME = "real-env"
+#: torchvision 0.29.0 pins torch==2.14.0; the env holds torch 2.13.0+cpu.
+TORCHVISION = "torchvision==0.29.0"
+#: The verdict line of `journal run step` and `journal rollback`: `… (run 1a23…)`.
+RUN_ID = re.compile(rb"\(run ([0-9a-f]+)\)")
+
+
+@pytest.fixture(scope="session")
+def house() -> Wheelhouse:
+    return wheelhouse()
+
+
+@pytest.fixture(scope="session")
+def older() -> Wheelhouse:
+    """The numpy 1 that pip takes the env down to, as a wheel folder."""
+    return wheelhouse(("numpy==1.26.4",), venv=False)
+
+
+def _path_without_uv() -> str:
+    """PATH without the folders that hold a uv, so that a rollback falls back to pip."""
+    return os.pathsep.join(
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and not (Path(d) / "uv").exists()
+    )
+
+
+@dataclass
+class Host:
+    """A real venv and a journal whose one host (`box`, local) upgrades it."""
+
+    folder: Path
+    python: Path
+    uv: str
+    env: dict[str, str]
+
+    @property
+    def db(self) -> Path:
+        return self.folder / "journal.db"
+
+    @property
+    def runbook(self) -> Path:
+        return self.folder / "runbook.toml"
+
+    def journal(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return journal(*args, db=self.db, runbook=self.runbook, env=self.env, timeout=300)
+
+    def run(self, *args: str) -> dict:
+        """`journal run step NAME` or `journal rollback …`, which must succeed; the run it
+        made as `journal show --format json` gives it (its findings too)."""
+        done = self.journal(*args)
+        assert done.returncode == 0, text(done.stderr)
+        assert b"rollback-incomplete" not in done.stderr
+        return self.show(RUN_ID.findall(done.stderr)[-1].decode())
+
+    def show(self, run: str) -> dict:
+        done = self.journal("show", run, "--format", "json")
+        assert done.returncode == 0, text(done.stderr)
+        return json.loads(done.stdout)
+
+    def snapshots(self, run: str) -> dict[str, dict[str, dict]]:
+        """The package snapshots the journal recorded around ``run``, by phase."""
+        store = EventStore(str(self.db))
+        try:
+            return {
+                r.event.phase: r.event.packages
+                for r in store.read(NAME)
+                if isinstance(r.event, PackagesSnapshotted) and r.event.run == run
+            }
+        finally:
+            store.close()
+
+
+#: Makes a host: its steps as name -> command (``{py}``, ``{uv}``: the venv's python and uv).
+Make = Callable[..., Host]
+
+
+@pytest.fixture
+def real_host(house: Wheelhouse, tmp_path: Path) -> Make:
+    """Makes a fresh venv of the wheelhouse's set and a runbook with the given steps; the
+    host names uv for rollbacks unless ``uv=False`` (then PATH holds none either, so that
+    pip rolls back); ``host_env`` is added to the host's env."""
+
+    def make(
+        steps: dict[str, str], uv: bool = True, host_env: dict[str, str] | None = None
+    ) -> Host:
+        python = house.venv(tmp_path / "ml-env")
+        env = tool_env() if uv else tool_env(PATH=_path_without_uv())
+        host = Host(tmp_path, python, uv_binary(), env)
+        shared = ("UV_CACHE_DIR", "UV_NO_CONFIG", "UV_PYTHON_DOWNLOADS", "PIP_CACHE_DIR")
+        values = {**{k: env[k] for k in shared}, **(host_env or {})}
+        table = ", ".join(f'{k} = "{v}"' for k, v in values.items())
+        lines = [
+            f'[journal]\nname = "{NAME}"\n',
+            f'[hosts.box]\nssh = "local"\npython = "{python}"\nenv = {{ {table} }}',
+        ]
+        if uv:
+            lines.append(f'uv = "{host.uv}"')
+        for name, command in steps.items():
+            run = command.format(py=python, uv=host.uv)
+            lines.append(f"\n[[steps]]\nname = \"{name}\"\nrun = '''{run}'''")
+        host.runbook.write_text("\n".join(lines) + "\n")
+        return host
+
+    return make
+
+
+def _found(run: dict) -> dict[str, dict]:
+    """The run's findings by pitfall id."""
+    return {f["id"]: f for f in run["findings"]}
+
+
+def _changes(run: dict) -> dict[str, tuple[str | None, str | None, str]]:
+    return {c["name"]: (c["before"], c["after"], c["kind"]) for c in run["packages"]}
+
+
+def test_a_snapshot_of_a_real_ml_env_records_every_package_as_pip_lists_it(
+    real_host: Make,
+) -> None:
+    host = real_host({"look": "{py} -c 'import numpy, tiktoken; print(numpy.__version__)'"})
+    listed = pip_list(host.python)
+    # the names that hold secrets' words are there, so the comparison below covers them
+    assert listed["tiktoken"] == "0.14.0" and listed["google-auth"] == "2.63.0"
+    assert {"SecretStorage", "keyring", "python-jose", "passlib", "pykeepass"} <= set(listed)
+    assert listed["torch"] == "2.13.0+cpu" and listed["numpy"] == "2.2.6"
+    done = host.journal("run", "step", "look")
+    assert done.returncode == 0, text(done.stderr)
+    assert b"snapshot" not in done.stderr, text(done.stderr)  # no "packages snapshot … failed"
+    run = host.show(RUN_ID.findall(done.stderr)[-1].decode())
+    assert run["output_tail"] == ["2.2.6"]
+    assert not [p for p in run["probes"] if p["error"]]  # no snapshot that could not be read
+    snapshots = host.snapshots(run["run"])
+    assert sorted(snapshots) == ["after", "before"]
+    for entries in snapshots.values():
+        assert {e["name"]: e["version"] for e in entries.values()} == listed
+    assert run["packages"] == []  # both read, nothing changed
+    assert "[REDACTED]" not in json.dumps(run)
+    assert "packages: no change" in text(host.journal("show", run["run"]).stdout)
+
+
+def test_uv_takes_numpy_down_a_major_under_scipy_and_pillow(real_host: Make) -> None:
+    host = real_host({"numpy-1": "{uv} pip install --python {py} numpy==1.26.4"})
+    run = host.run("run", "step", "numpy-1")
+    assert _changes(run) == {"numpy": ("2.2.6", "1.26.4", "downgraded")}
+    assert " - numpy==2.2.6" in run["output_tail"] and " + numpy==1.26.4" in run["output_tail"]
+    assert pip_list(host.python)["numpy"] == "1.26.4"
+    found = _found(run)
+    # numpy was named: no cascade; its major version flipped under compiled modules
+    assert "downgrade-cascade" not in found
+    assert found["numpy-abi"]["severity"] == "warning"
+    assert "numpy went from 2.2.6 to 1.26.4" in found["numpy-abi"]["title"]
+    # the run's page shows the change
+    from journal.web import create_app
+
+    client = create_app({"DB": str(host.db), "TESTING": True}).test_client()
+    page = client.get(f"/j/{NAME}/run/{run['run']}").get_data(as_text=True)
+    assert re.search(r"numpy\W.*2\.2\.6.*1\.26\.4", page, re.S), page
+
+
+def test_a_scipy_pin_drags_numpy_down_unnamed_and_a_rollback_puts_both_back(
+    real_host: Make,
+) -> None:
+    host = real_host({"pin-scipy": "{uv} pip install --python {py} scipy==1.11.4"})
+    run = host.run("run", "step", "pin-scipy")
+    assert _changes(run) == {
+        "numpy": ("2.2.6", "1.26.4", "downgraded"),
+        "scipy": ("1.15.3", "1.11.4", "downgraded"),
+    }
+    found = _found(run)
+    cascade = found["downgrade-cascade"]
+    assert cascade["severity"] == "error"  # numpy went down a major
+    title = cascade["title"]
+    assert "numpy 2.2.6 → 1.26.4" in title and "(package snapshots)" in title
+    assert "scipy" not in title.split("downgraded", 1)[1]  # scipy was named
+    assert "numpy==2.2.6" in cascade["advice"]
+    assert found["numpy-abi"]["severity"] == "warning"
+
+    back = host.run("rollback", "--to", "before:pin-scipy")
+    now = pip_list(host.python)
+    assert (now["numpy"], now["scipy"]) == ("2.2.6", "1.15.3")
+    assert back["rollback"]["to"] == "before:pin-scipy"
+    assert _changes(back) == {
+        "numpy": ("1.26.4", "2.2.6", "upgraded"),
+        "scipy": ("1.11.4", "1.15.3", "upgraded"),
+    }
+    assert "rollback-incomplete" not in _found(back)
+    assert _found(host.show(run["run"]))["downgrade-cascade"]["state"] == "resolved"
+
+
+def test_pip_takes_numpy_down_and_pip_rolls_it_back_from_the_default_index(
+    real_host: Make, house: Wheelhouse, older: Wheelhouse
+) -> None:
+    folders = f"{house.wheels} {older.wheels}"
+    host = real_host(
+        {"numpy-1": "{py} -m pip install numpy==1.26.4"},
+        uv=False,
+        host_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": folders},
+    )
+    run = host.run("run", "step", "numpy-1")
+    assert _changes(run) == {"numpy": ("2.2.6", "1.26.4", "downgraded")}
+    assert "Successfully installed numpy-1.26.4" in run["output_tail"]
+    found = _found(run)
+    assert "downgrade-cascade" not in found
+    assert found["numpy-abi"]["severity"] == "warning"
+
+    plan = host.journal("rollback", "--to", "before:numpy-1", "--dry-run")
+    assert plan.returncode == 0, text(plan.stderr)
+    said = text(plan.stdout + plan.stderr)
+    assert "numpy==2.2.6" in said and "the host's default index" in said, said
+    assert installed(host.python)["numpy"] == "1.26.4"  # a dry run changes nothing
+    back = host.run("rollback", "--to", "before:numpy-1")
+    assert installed(host.python)["numpy"] == "2.2.6"
+    assert " -m pip install" in back["command"] and "numpy==2.2.6" in back["command"]
+    assert _changes(back) == {"numpy": ("1.26.4", "2.2.6", "upgraded")}
+    assert "rollback-incomplete" not in _found(back)
+
+
+def test_a_reinstall_of_tiktoken_is_recorded_as_uv_printed_it(real_host: Make) -> None:
+    command = "{uv} pip install --python {py} --reinstall tiktoken==0.14.0"
+    host = real_host({"reinstall": command})
+    run = host.run("run", "step", "reinstall")
+    assert run["command"] == command.format(py=host.python, uv=host.uv)
+    assert " ~ tiktoken==0.14.0" in run["output_tail"]
+    changed = _changes(run)
+    assert changed["tiktoken"] == ("0.14.0", "0.14.0", "reinstalled")
+    # every package uv reinstalled (tiktoken and its requirements), and nothing else
+    said = {m[1] for m in (re.match(r" ~ (\S+)==", line) for line in run["output_tail"]) if m}
+    assert set(changed) == said and {kind for _, _, kind in changed.values()} == {"reinstalled"}
+    assert not {"noop-install", "downgrade-cascade", "torch-replaced"} & set(_found(run))
+
+
+def test_a_dry_run_that_would_replace_torch_replaces_nothing(real_host: Make) -> None:
+    """uv reads only metadata: it says it would swap torch 2.13.0+cpu for the 2.14.0 that
+    torchvision 0.29.0 pins, and downloads no CUDA wheel. The snapshots show that nothing
+    changed, so torch-replaced (which judges from them) says nothing; nor does anything say
+    that the plan would have replaced torch."""
+    host = real_host({"try": f"{{uv}} pip install --python {{py}} --dry-run {TORCHVISION}"})
+    run = host.run("run", "step", "try")
+    out = run["output_tail"]
+    assert "Would uninstall 1 package" in out
+    assert " - torch==2.13.0+cpu" in out and " + torch==2.14.0" in out
+    assert run["packages"] == []
+    assert pip_list(host.python)["torch"] == "2.13.0+cpu"
+    assert not {"torch-replaced", "downgrade-cascade", "numpy-abi"} & set(_found(run))
+
+
+def test_a_sync_without_torch_removes_it_and_torch_replaced_says_so(
+    real_host: Make, tmp_path: Path
+) -> None:
+    """`uv pip sync` of a requirements file written where torch was not installed takes torch
+    (and whatever else the file lacks) away; the command never named torch."""
+    wanted = tmp_path / "requirements.txt"
+    wanted.write_text("numpy==2.2.6\npillow==11.3.0\ntiktoken==0.14.0\n")
+    host = real_host({"sync": "{uv} pip sync --python {py} " + str(wanted)})
+    run = host.run("run", "step", "sync")
+    removed = {name for name, (_, _, kind) in _changes(run).items() if kind == "removed"}
+    assert {"torch", "scipy"} <= removed
+    assert "torch" not in installed(host.python)
+    replaced = _found(run)["torch-replaced"]
+    assert "removed torch 2.13.0+cpu without naming torch" in replaced["title"]
+    assert replaced["severity"] == "error"
+    assert "torch==2.13.0+cpu" in replaced["advice"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the install detectors read uv's dry-run plan (`Would uninstall` / ` - torch==…`) "
+    "as changes made: lint says torch was replaced (an error) and unverified-change fires",
+)
+def test_lint_does_not_take_a_real_dry_run_for_a_replacement(real_host: Make) -> None:
+    """The same dry run's output pasted as a transcript: no snapshots, only uv's lines, which
+    say what it would do."""
+    host = real_host({})
+    command = f"{host.uv} pip install --python {host.python} --dry-run {TORCHVISION}"
+    done = subprocess.run(
+        ["bash", "-c", command], env=host.env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert " - torch==2.13.0+cpu" in done.stdout + done.stderr
+    transcript = host.folder / "session.txt"
+    transcript.write_text(f"user@gpu-box:~$ {command}\n{done.stdout}{done.stderr}")
+    lint = journal("lint", str(transcript), "--format", "json", env=host.env)
+    assert lint.returncode in (0, 1), text(lint.stderr)
+    claims = [
+        f"{f['id']}: {f['title']}"
+        for f in json.loads(lint.stdout)["findings"]
+        if f["id"] in ("torch-replaced", "unverified-change", "downgrade-cascade", "numpy-abi")
+        and "would" not in f["title"]
+    ]
+    assert claims == []
