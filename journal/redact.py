@@ -18,6 +18,38 @@ Recognised, besides the runbook's ``redact`` values and the values of secret-nam
   Slack tokens and webhooks, AWS key ids, Google API keys, Stripe, npm, PyPI, Twilio, SendGrid,
   Square, Mailchimp, Discord and Telegram bot tokens, Shopify, JWTs.
 
+Evidence is never masked: the output of an upgrade is what the journal is for. What a
+secret-like name or flag is followed by is left when it cannot be a secret *by its form*:
+
+- ``==`` and ``::`` after a name compare or qualify, they do not assign: ``tiktoken==0.14.0``
+  (pip freeze, uv's ``+ tiktoken==0.14.0``) is a requirement, as ``>=``, ``~=``, ``!=`` and
+  ``<=`` already are (none is an assignment's ``=``);
+- a version under a name that distributions have: a secret word that is no part of an
+  identifier on its own, being glued to the word before it or after a ``-`` or ``.``
+  (``tiktoken``, ``oauth``, ``google-auth``, ``eks-token``), followed by a PEP 440 version
+  with a dot (``"tiktoken": "0.14.0"``, conda's ``tiktoken=0.14.0=pypi_0``). Where the word
+  is an identifier's own part (``HF_TOKEN``, ``db_password``, ``sessionToken``, ``password``)
+  every value is masked, a version's shape too, and a glued name's value that is no version
+  is still masked (``authtoken: 2abc…``);
+- a literal (``true``, ``false``, ``null``, ``None``: ``api_key=None,`` in a printed config),
+  an object (``"tiktoken": {…}``: its members are judged by their own keys), and an unquoted
+  number with a fraction after a quoted key (``"time_to_first_token": 35.2``: a measurement;
+  a whole number, a PIN, is masked);
+- a figure after a label of words (a word and a blank before the name on its line, then
+  ``:``): a number with a fraction or a unit (``Time to first token: 35.2 ms``); a bare whole
+  number there (``Your token: 123456``) is masked, as is anything after a one-word key;
+- what follows a flag after a blank but is not its value: the next option (or ``-``), an
+  English function word or a noun naming an option (``the --password flag is deprecated``,
+  ``use --api-key to set it``), a placeholder (``<password>``, argparse's metavar: the flag's
+  name in capitals, ``--api-key API_KEY``), a variable's reference (``--token $HF_TOKEN``).
+  After ``=``, or quoted, it is the value, whatever it says.
+
+Those exceptions hang on the whole of a value; where output still being printed may be cut
+(:meth:`Redactor.safe_cut`) the patterns are matched without them, so a cut never splits what
+could still become a secret. Structured results (a probe's JSON, a parser's figures) are parsed
+from the output as printed, then redacted field by field (:meth:`Redactor.value`), never
+redacted as text first: the names and versions of packages are data.
+
 Each pattern is led by a literal (a keyword, a token's prefix, a separator), so the regex engine
 finds its candidates at memchr speed; case-insensitive ones are matched against the lowercased
 bytes. :meth:`Redactor.tail` and :meth:`Redactor.safe_cut` tell a recorder where output still
@@ -148,6 +180,10 @@ _MEASURE = re.compile(
 )
 
 
+#: A number with a fraction, unquoted (JSON's, a dict's): a measurement, no credential.
+_FRACTION = re.compile(rb"-?\d+\.\d+(?:e[+-]?\d+)?")
+
+
 def _versionish(value: bytes) -> bool:
     """Whether ``value`` is a version number (as packages are pinned and listed)."""
     if not _VERSION_START.match(value):
@@ -219,8 +255,8 @@ def _named(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Spa
                     return None
                 return Span(value.start(), value.end(), quote + MASK_B + quote, "quoted-key", lead)
         if not _yaml(data, m, line, lead):
-            if text in _LITERALS or (loose and _versionish(text)):
-                return None  # "has_token": true is no secret
+            if text in _LITERALS or _FRACTION.fullmatch(text) or (loose and _versionish(text)):
+                return None  # "has_token": true, "time_to_first_token": 35.2 are no secrets
             # a number: masked as a string in the key's quotes, so that JSON stays JSON
             quote = (
                 data[lead - 1 : lead + 1]
@@ -335,10 +371,10 @@ def _flag(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Span
     start, end = m.span("v")
     if not strict and m.group("eq") != b"=":
         value = data[start:end]
-        shown = printed[start:end].rstrip(b",")
+        shown = printed[start:end].rstrip(b".,;:!?)]}")
         if (
             value.startswith(b"-")
-            or value.rstrip(b".,;:!?)") in _PROSE
+            or value.rstrip(b".,;:!?)]}") in _PROSE
             or (value.startswith(b"<") and value.endswith(b">"))
             or _REFERENCE.fullmatch(value)
             or shown == m.group("flag").upper().replace(b"-", b"_")
@@ -565,6 +601,11 @@ class Redactor:
             if key is not None and value and value != MASK and secret_value(key, value):
                 return MASK
             return self.text(value, where)[0] if value else value
+        if isinstance(value, int):
+            # a whole number under a secret-named key ("pin_password": 1234), as in the text;
+            # True and False are no secrets, nor a float (a measurement)
+            is_secret = key is not None and not isinstance(value, bool)
+            return MASK if is_secret and secret_value(key, str(value)) else value
         if isinstance(value, dict):
             names = key in NAME_MAPS
             return {
@@ -631,9 +672,12 @@ class Redactor:
                 if pattern.gates and not _gated(window, pattern.gates):
                     continue
                 for span in _spans(pattern, window, lower, strict=True):
-                    # from the name or flag the value is recognised by to the value's end
-                    if span.lead < at < span.stop:
-                        moved = min(moved, _word_start(window, span.lead))
+                    # from the word of the name or flag the value is recognised by to the
+                    # value's end: a cut before the name's keyword (``secret_|key=…``) would
+                    # leave a name that is not recognised (``key=…``, ``token=…``)
+                    start = _word_start(window, span.lead)
+                    if start < at < span.stop:
+                        moved = min(moved, start)
             if moved == at:
                 return cut
             cut = lo + moved

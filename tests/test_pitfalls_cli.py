@@ -160,6 +160,7 @@ def test_every_catalogue_id_has_a_detector_with_its_explanation() -> None:
         "step-interrupted",
         "unverified-change",
         "rollback-incomplete",
+        "snapshot-failed",
     }
     if design.exists():
         assert ids <= set(design.read_text().split("`"))

@@ -219,6 +219,8 @@ def test_status_and_the_story_do_not_claim_nothing_moved(installed: tuple[Journa
     assert [(u["probe"], u["phase"]) for u in host["unread"]] == [("packages", "after")]
     (step,) = doc["hosts"][0]["steps"]
     assert step["status"] == "succeeded" and step["unread"][0]["phase"] == "after"
+    log = text(book("log").stdout)
+    assert "packages: not known: the packages snapshot after the step failed" in log
 
 
 def test_pitfalls_name_the_reading_the_host_the_reason_and_what_was_not_judged(

@@ -21,7 +21,9 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   ``journal status`` tells it): ``hosts`` (each ``host``, its ``stack``: torch, CUDA, NCCL and
   driver from the first and the latest torch-env reading, and ``packages``: the key packages
   that moved between the first and the latest package snapshot, each ``what``, ``before``,
-  ``after``, ``changed``; ``other_packages``: how many others moved), ``headline`` (the
+  ``after``, ``changed``; ``other_packages``: how many others moved; ``unread``: the
+  snapshots and torch-env readings that failed where the story compares, each ``probe``,
+  ``phase``, ``run``, ``step``, ``error``, ``text``), ``headline`` (the
   headline rate series: ``first``, ``worst``, ``last``, ``percent``, ``verdict``…, or None),
   ``findings`` (``open`` by severity, ``acknowledged``, ``resolved``) and ``lines`` (the same
   in words).
@@ -44,11 +46,13 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   the others folded, Markdown links only those) and ``svg`` (inline SVG).
 - ``timeline``: every step run (``kind`` step or benchmark), standalone probe and figure, note
   and accepted host key in order, with ``time``, ``elapsed`` (since the start) and, for runs,
-  ``duration``, ``status``, probes, expectations, figures and finding keys.
+  ``duration``, ``status``, probes, expectations, figures, finding keys and ``unread`` (its
+  snapshots and probes that could not be read).
 - ``changes``: per host, the step runs that changed (or verifiably did not change) packages,
   from the snapshots or else from the installer's output (``source``), and what each probe
   read differently from its previous result on that host (noise left out: a field that held
-  nothing before and after, a path or a time).
+  nothing before and after, a path or a time); a run whose snapshot could not be read is
+  there with ``unread``: what it changed is not known.
 - ``pitfalls``: every finding with its ``evidence`` (the first lines), ``state`` (``open``,
   ``acknowledged``, ``resolved``), ``resolved_by`` (the later ``run``, ``step``, ``host``,
   ``kind``: run, probe or figure, and ``why``), ``acknowledged`` (``note``, ``by``, ``at``),
