@@ -8,16 +8,18 @@ of N real distributions installed here from the wheels on this machine's disk (`
 ``--wheels DIR``, default the local index /opt/pypi; built once under .bench-cache/), it prints:
 
 - the packages probe alone (the script the env's python runs), median of the rounds;
-- journal reading that output, two ways: **before** (issue 25: the raw output redacted as text,
-  then parsed, which is how every snapshot of an env holding ``tiktoken`` failed) and **after**
-  (parsed from the raw bytes, then its values redacted), with how many package names and
-  versions came out exactly as the env has them;
+- journal reading that output, two ways: **before** (issue 25: the raw output redacted as text
+  by the redactor of commit edc6430, then parsed, which is how every snapshot of an env holding
+  ``tiktoken`` failed; ``--old-redact FILE`` names that redact.py where there is no git
+  history) and **after** (parsed from the raw bytes, then its values redacted), with how many
+  package names and versions came out exactly as the env has them;
 - ``journal run probe packages`` as a whole on a runbook whose host is that env (``local``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import subprocess
@@ -35,6 +37,8 @@ from journal.redact import Redactor  # noqa: E402
 
 SCRIPT = ROOT / "journal" / "probes" / "scripts" / "packages.py"
 CACHE = ROOT / ".bench-cache"
+#: the last commit before issue 25's change of the redactor
+BEFORE = "edc6430"
 
 
 def median_time(fn, rounds: int) -> tuple[float, object]:
@@ -44,6 +48,25 @@ def median_time(fn, rounds: int) -> tuple[float, object]:
         last = fn()
         times.append(time.perf_counter() - started)
     return statistics.median(times), last
+
+
+def old_redactor(path: Path | None) -> Redactor | None:
+    """The redactor as it was before issue 25 (commit edc6430), loaded from ``path`` or from
+    git; None when neither has it."""
+    if path is None:
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{BEFORE}:journal/redact.py"], capture_output=True
+        )
+        if done.returncode != 0:
+            return None
+        path = Path(tempfile.mkdtemp()) / "old_redact.py"
+        path.write_bytes(done.stdout)
+    spec = importlib.util.spec_from_file_location("old_redact", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["old_redact"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.Redactor.for_run()
 
 
 def make_venv(count: int, wheels: Path) -> Path:
@@ -57,7 +80,9 @@ def make_venv(count: int, wheels: Path) -> Path:
         )
         if listed.returncode == 0 and len(json.loads(listed.stdout)) >= count:
             return python
-    files = sorted(wheels.rglob("*-py3-none-any.whl")) + sorted(wheels.rglob("*-py2.py3-none-any.whl"))
+    files = sorted(wheels.rglob("*-py3-none-any.whl")) + sorted(
+        wheels.rglob("*-py2.py3-none-any.whl")
+    )
     picked: dict[str, Path] = {}
     for wheel in files:
         picked.setdefault(wheel.name.split("-")[0].lower(), wheel)
@@ -66,8 +91,18 @@ def make_venv(count: int, wheels: Path) -> Path:
         raise SystemExit(f"only {len(chosen)} pure-Python wheels under {wheels}: pass --wheels")
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
-         "--disable-pip-version-check", *map(str, chosen)],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--disable-pip-version-check",
+            *map(str, chosen),
+        ],
         check=True,
     )
     return python
@@ -79,6 +114,7 @@ def main() -> None:
     parser.add_argument("--make-venv", type=int, metavar="N", help="a venv of N packages here")
     parser.add_argument("--wheels", type=Path, default=Path("/opt/pypi"))
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--old-redact", type=Path, help="redact.py as of commit edc6430")
     args = parser.parse_args()
     py = str(make_venv(args.make_venv, args.wheels)) if args.make_venv else args.python
     if not py:
@@ -95,11 +131,13 @@ def main() -> None:
     truth = json.loads(raw)["packages"]
     spec = ProbeSpec("packages", script=BUILTIN["packages"])
     redactor = Redactor.for_run()
+    old = old_redactor(args.old_redact)
 
     def before() -> dict | None:
-        text, _ = redactor.bytes(raw, "probe packages")
+        assert old is not None
+        text, _ = old.bytes(raw, "probe packages")
         try:
-            return redactor.value(json.loads(text), "probe packages")
+            return old.value(json.loads(text), "probe packages")
         except ValueError:
             return None
 
@@ -107,16 +145,21 @@ def main() -> None:
         return read_outcome(spec, raw, b"", redactor)[0]
 
     rows = [("packages probe alone", probe_s, "")]
-    for name, fn in (("before: redacted as text, then parsed", before),
-                     ("after: parsed, then values redacted", after)):
+    ways = [("after: parsed, then values redacted", after)]
+    if old is not None:
+        ways.insert(0, ("before: redacted as text, then parsed", before))
+    for name, fn in ways:
         seconds, result = median_time(fn, args.rounds)
         got = (result or {}).get("packages") if isinstance(result, dict) else None
         if not isinstance(got, dict):
             intact = "the snapshot FAILED (no JSON object)"
         else:
             same = sum(
-                1 for k, v in truth.items()
-                if k in got and got[k].get("name") == v["name"] and got[k].get("version") == v["version"]
+                1
+                for k, v in truth.items()
+                if k in got
+                and got[k].get("name") == v["name"]
+                and got[k].get("version") == v["version"]
             )
             intact = f"{same}/{len(truth)} names and versions intact"
         rows.append((f"journal reading it, {name}", seconds, intact))
@@ -126,8 +169,18 @@ def main() -> None:
         runbook.write_text(
             f'[journal]\nname = "snapshot-bench"\n\n[hosts.env]\nssh = "local"\npython = "{py}"\n'
         )
-        journal = [sys.executable, "-m", "journal", "--db", f"{work}/journal.db",
-                   "--runbook", str(runbook), "run", "probe", "packages"]
+        journal = [
+            sys.executable,
+            "-m",
+            "journal",
+            "--db",
+            f"{work}/journal.db",
+            "--runbook",
+            str(runbook),
+            "run",
+            "probe",
+            "packages",
+        ]
 
         def command() -> int:
             return subprocess.run(journal, capture_output=True).returncode
@@ -137,7 +190,7 @@ def main() -> None:
 
     print(f"env: {py} ({len(truth)} distributions; {args.rounds} rounds, medians)")
     for what, seconds, note in rows:
-        print(f"  {what:<52} {seconds * 1000:8.1f} ms  {note}")
+        print(f"  {what:<62} {seconds * 1000:8.1f} ms  {note}")
 
 
 if __name__ == "__main__":

@@ -82,8 +82,9 @@ def first_sentence(advice: str) -> str:
 
 def run_url(base_url: str | None, journal: str, run: str | None) -> str | None:
     """The web's page of a run (``{base_url}/j/{journal}/run/{run}``), when a base URL is
-    given (`journal export postmortem --base-url URL`)."""
-    if not base_url or not run:
+    given (`journal export postmortem --base-url URL`); None for a probe run on its own
+    (``probe-N``: a timeline item, no run page)."""
+    if not base_url or not run or run.startswith("probe-"):
         return None
     from urllib.parse import quote
 

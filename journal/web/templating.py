@@ -31,6 +31,9 @@ def evidence_href(
     ``#L<line>``; just the anchor when that line is on the page being rendered."""
     if not ev.run:
         return None
+    if ev.run.startswith("probe-"):
+        # a probe run on its own has no run page: its item on the timeline (probe-SEQ)
+        return url_for("timeline.page", journal=journal) + f"#item-{ev.run[len('probe-'):]}"
     if ev.line is None:
         # A fact rather than a line (the command, a snapshot, a probe): its run's page.
         return None if ev.run == here else url_for("runs.page", journal=journal, run_id=ev.run)

@@ -14,8 +14,10 @@ work=$(mktemp -d); out=$work/out; mkdir -p "$out"
 "$py" -m pip --python "$work/jv/bin/python" install -q --no-index \
   --find-links "$deps" journal > "$out/install.txt" 2>&1 || { cat "$out/install.txt"; exit 1; }
 J="$work/jv/bin/journal"
-# the host's mirror: pip's default index there (so a rollback finds numpy 2.5.2 again)
+# the host's mirror, pip's and uv's default index there (a rollback takes numpy 2.5.2 from it
+# again: journal's rollback uses the uv on the host's PATH)
 export PIP_NO_INDEX=1 PIP_FIND_LINKS="$mirror" PIP_DISABLE_PIP_VERSION_CHECK=1
+export UV_NO_INDEX=1 UV_FIND_LINKS="$mirror" UV_OFFLINE=1
 cat > "$work/runbook.toml" <<TOML
 [journal]
 name = "h200-real"
@@ -47,7 +49,7 @@ cp "$work/runbook.toml" "$out/runbook.toml"
 j() { echo "\$ journal $*"; "$J" --db "$work/journal.db" --runbook "$work/runbook.toml" "$@"; echo "rc=$?"; }
 t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; awk -v a="$s" -v b="$EPOCHREALTIME" -v c="$*" -v r=$rc 'BEGIN{printf "%.3f s rc=%d: %s\n", b-a, r, c}' >> "$out/timings.txt"; }
 {
-  "$py" --version; "$py" -m pip --version; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
+  "$py" --version; "$py" -m pip --version; command -v uv && uv --version; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
   t "$py" -c "import json, sys; sys.argv=['p']; exec(open('journal/probes/scripts/packages.py').read())" > "$out/packages-raw.json"
   j --help > /dev/null
   if [ "${1:-}" = quick ]; then j run probe packages; j show --format json 2>&1 | head -c 2000; exit 0; fi
@@ -75,7 +77,7 @@ t() { local s=$EPOCHREALTIME; "$@"; local rc=$?; awk -v a="$s" -v b="$EPOCHREALT
   "$py" -m pip list --format json > "$out/pip-list-after.json" 2>/dev/null
 } > "$out/session.txt" 2>&1
 # what a snapshot of this env costs (bench/snapshot.py), before and after issue 25's change
-"$work/jv/bin/python" bench/snapshot.py --python "$py" --rounds 5 > "$out/snapshot-bench.txt" 2>&1
+"$work/jv/bin/python" bench/snapshot.py --python "$py" --rounds 5 --old-redact .whl/old_redact.py > "$out/snapshot-bench.txt" 2>&1
 # the web UI on that journal
 ( "$J" --db "$work/journal.db" --runbook "$work/runbook.toml" serve --port 5077 > "$out/serve.txt" 2>&1 & )
 for _ in $(seq 50); do curl -fs http://127.0.0.1:5077/ > /dev/null && break; sleep 0.2; done
