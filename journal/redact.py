@@ -289,6 +289,8 @@ def _named(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Spa
         text = data[rest:end]
         if text in _LITERALS or text.startswith(b"{") or (loose and _versionish(text)):
             return None
+        if m.group("close") and _FRACTION.fullmatch(text.rstrip(b",")):
+            return None  # indented JSON: "time_to_first_token": 35.2,
     return Span(rest, end, MASK_B, "yaml-key", lead) if end > rest else None
 
 
@@ -356,7 +358,7 @@ _PROSE = frozenset(
     b" when where which who while as at by for from in into of on onto to with without via per"
     b" instead also only too so such flag flags option options argument arguments arg args"
     b" parameter parameters param switch setting settings value values field variable env"
-    b" environment file instead deprecated removed ignored required requires needed takes"
+    b" environment file deprecated removed ignored required requires needed takes"
     b" expects accepts overrides given passed set unset missing".split()
 )
 #: A shell variable's reference: the secret's name, its value masked wherever printed.

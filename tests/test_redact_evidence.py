@@ -74,6 +74,9 @@ EVIDENCE = [
     '"max_tokens": 512',
     '{"total_input_tokens": 1000, "mean_ttft_ms": 35.2, "time_to_first_token": 35.2}',
     "tokenizer_config.json",
+    '  "time_to_first_token": 35.2,',
+    '  "tiktoken": {',
+    '  "tiktoken": "0.14.0",',
     # printed configs: literals are no secrets
     "server_args=ServerArgs(model_path='m', api_key=None, tokenizer_path='t')",
     "{'hf_token': None, 'model': 'm'}",
@@ -119,6 +122,7 @@ SECRETS = [
     # a label of words with a bare number (no fraction, no unit) is not a figure
     ("Your token: 123456", "123456"),
     ("token: 35.2", "35.2"),  # one word: a key, whatever its value
+    ('  "pin_password": 1234,', "1234"),
     ("api_key=None-really", "None-really"),
     ('{"auths": {"ghcr.io": {"auth": "Ym9iOnBhNTV3b3Jk"}}}', "Ym9iOnBhNTV3b3Jk"),
 ]
