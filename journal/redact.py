@@ -598,11 +598,27 @@ class Redactor:
         does, and the string under a secret-named key (``password``, ``HF_TOKEN``,
         ``api_key``) whole, unless it is a version under a distribution's name
         (:func:`secret_value`). The keys of a mapping under ``packages`` are distribution
-        names, data: none of them makes its value a secret (``tiktoken``)."""
+        names, data: none of them makes its value a secret (``tiktoken``).
+
+        The strings are first looked at together, one per line: when that text holds no
+        secret, none of them does (each pattern is read within a line, and a line's end
+        stands where a string's end does), so a 500-package snapshot costs one pass, not
+        thousands; otherwise each string is redacted on its own, each distinct one once."""
+        strings: list[str] = []
+        _strings(value, strings)
+        if isinstance(key, str):
+            strings.append(key)
+        joined = "\n".join(strings).encode("utf-8", "surrogateescape")
+        clean = not self.bytes(joined, where)[1]
+        return self._value(value, where, key, None if clean else {})
+
+    def _value(self, value: Any, where: str, key: str | None, seen: dict[str, str] | None) -> Any:
+        """:meth:`value`'s walk; ``seen`` is None when no string holds a secret, else the
+        strings redacted so far."""
         if isinstance(value, str):
             if key is not None and value and value != MASK and secret_value(key, value):
                 return MASK
-            return self.text(value, where)[0] if value else value
+            return self._text(value, where, seen)
         if isinstance(value, int):
             # a whole number under a secret-named key ("pin_password": 1234), as in the text;
             # True and False are no secrets, nor a float (a measurement)
@@ -611,16 +627,23 @@ class Redactor:
         if isinstance(value, dict):
             names = key in NAME_MAPS
             return {
-                self.text(k, where)[0] if isinstance(k, str) and k else k: self.value(
-                    v, where, k if isinstance(k, str) and not names else None
+                self._text(k, where, seen) if isinstance(k, str) else k: self._value(
+                    v, where, k if isinstance(k, str) and not names else None, seen
                 )
                 for k, v in value.items()
             }
         if isinstance(value, list):
-            return [self.value(v, where) for v in value]
+            return [self._value(v, where, None, seen) for v in value]
         if isinstance(value, tuple):
-            return tuple(self.value(v, where) for v in value)
+            return tuple(self._value(v, where, None, seen) for v in value)
         return value
+
+    def _text(self, value: str, where: str, seen: dict[str, str] | None) -> str:
+        if seen is None or not value:
+            return value
+        if value not in seen:
+            seen[value] = self.text(value, where)[0]
+        return seen[value]
 
     def env(
         self, env: Mapping[str, str], where: str
@@ -686,6 +709,20 @@ class Redactor:
             if cut <= floor:
                 return floor
         return cut
+
+
+def _strings(value: Any, into: list[str]) -> None:
+    """Every string in a stored value, its mappings' keys included."""
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str):
+                into.append(k)
+            _strings(v, into)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _strings(v, into)
 
 
 def open_block(data: bytes, end: int) -> int | None:
