@@ -302,12 +302,6 @@ def test_a_sync_without_torch_removes_it_and_torch_replaced_says_so(
     assert "torch==2.13.0+cpu" in replaced["advice"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,  # only the last assertion: the set-up fails the test outright
-    reason="the install detectors read uv's dry-run plan (`Would uninstall` / ` - torch==…`) "
-    "as changes made: lint says torch was replaced (an error) and unverified-change fires",
-)
 def test_lint_does_not_take_a_real_dry_run_for_a_replacement(real_host: Make) -> None:
     """The same dry run's output pasted as a transcript: no snapshots, only uv's lines, which
     say what it would do."""

@@ -380,7 +380,10 @@ class _Seen:
 
 
 def output_changes(run: Run) -> list[Change]:
-    """The changes uv's or pip's output shows, in order of first mention."""
+    """The changes uv's or pip's output shows, in order of first mention; none for a dry run
+    (its ``- torch==…`` / ``+ torch==…`` lines and ``Would install`` say what it would do)."""
+    if dry_run(run):
+        return []
     seen: dict[str, _Seen] = {}
 
     def entry(name: str) -> _Seen:
@@ -501,6 +504,15 @@ def tool(command: str) -> str:
     if reqs:
         return reqs[0].tool
     return "uv" if any(w.rsplit("/", 1)[-1] == "uv" for w in _words(command)) else "pip"
+
+
+def dry_run(run: Run) -> bool:
+    """Whether the run's uv and pip installs were all dry runs (``--dry-run``): they read
+    metadata, resolved, printed their plan and changed nothing."""
+    if "--dry-run" not in run.command:
+        return False
+    installs = [r for r in requests(run.command) if r.tool in ("uv", "pip")]
+    return bool(installs) and all("--dry-run" in r.options for r in installs)
 
 
 #: conda's (and mamba's) word that a plan was carried out, not only shown.

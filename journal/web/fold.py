@@ -179,6 +179,7 @@ class _Batch:
         tl.runs = dict(old.runs)
         tl.latest_probes = {host: dict(probes) for host, probes in old.latest_probes.items()}
         tl.latest_packages = dict(old.latest_packages)
+        tl.latest_packages_seq = dict(old.latest_packages_seq)
         tl.metrics = list(old.metrics)
         self.timeline = tl
         self.owned: set[int] = set()  # ids of the views this batch made or copied
