@@ -13,7 +13,11 @@ of N real distributions installed here from the wheels on this machine's disk (`
   ``tiktoken`` failed; ``--old-redact FILE`` names that redact.py where there is no git
   history) and **after** (parsed from the raw bytes, then its values redacted), with how many
   package names and versions came out exactly as the env has them;
-- ``journal run probe packages`` as a whole on a runbook whose host is that env (``local``).
+- ``journal run probe packages`` as a whole on a runbook whose host is that env (``local``);
+- with ``--history``, the commands a snapshot feeds on a fresh journal and on a copy of
+  bench/history.py's 100,000-event journal (built and cached by it): a step with its
+  snapshots before and after, ``show`` of it, ``status``, ``pitfalls`` and
+  ``rollback --dry-run`` to before it, each the median wall time and the peak RSS.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -115,6 +121,7 @@ def main() -> None:
     parser.add_argument("--wheels", type=Path, default=Path("/opt/pypi"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--old-redact", type=Path, help="redact.py as of commit edc6430")
+    parser.add_argument("--history", action="store_true", help="also on a 100,000-event journal")
     args = parser.parse_args()
     py = str(make_venv(args.make_venv, args.wheels)) if args.make_venv else args.python
     if not py:
@@ -191,6 +198,57 @@ def main() -> None:
     print(f"env: {py} ({len(truth)} distributions; {args.rounds} rounds, medians)")
     for what, seconds, note in rows:
         print(f"  {what:<62} {seconds * 1000:8.1f} ms  {note}")
+    if args.history:
+        history(py, args.rounds)
+
+
+def history(py: str, rounds: int) -> None:
+    """The commands a snapshot feeds, fresh and on the 100,000-event journal."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import history as long_journal
+
+    events = 100_000
+    long_db = long_journal.cached(CACHE, events)
+    env = dict(os.environ)
+    print(f"\nwhat a snapshot feeds, fresh and on {events:,} events ({rounds} rounds):")
+    for label, source in (("fresh", None), (f"{events:,}", long_db)):
+        with tempfile.TemporaryDirectory() as work:
+            db = Path(work) / "journal.db"
+            if source is not None:
+                shutil.copy(source, db)
+            else:
+                long_journal.build(db, 1)  # the journal opened, nothing else
+            runbook = Path(work) / "runbook.toml"
+            runbook.write_text(
+                f'[journal]\nname = "{long_journal.JOURNAL}"\n\n[hosts.here]\nssh = "local"\n'
+                f'python = "{py}"\n\n[[steps]]\nname = "snap"\nrun = "true"\n'
+            )
+
+            def cmd(*more: str, db: Path = db, runbook: Path = runbook) -> list[str]:
+                return long_journal.journal_cmd(db, runbook, *more)
+
+            long_journal.timed(cmd("rebuild"), env)  # the stored projections, once
+            wall, peak = long_journal.median_of(rounds, lambda _i: cmd("run", "step", "snap"), env)
+            print(
+                f"  {label:>8}  {'run step snap (snapshots before and after)':<46} "
+                f"{wall:6.2f} s  {peak:6.0f} MB"
+            )
+            listed = subprocess.run(
+                cmd("log", "--step", "snap", "--format", "json"), capture_output=True, env=env
+            )
+            run = [i for i in json.loads(listed.stdout)["items"] if i.get("kind") == "run"][-1]
+            for what, argv in (
+                ("show RUN (the latest snap run)", cmd("show", run["run"])),
+                ("log --step snap", cmd("log", "--step", "snap")),
+                ("status", cmd("status")),
+                ("pitfalls", cmd("pitfalls")),
+                (
+                    "rollback --to before:snap --dry-run",
+                    cmd("rollback", "--to", "before:snap", "--dry-run"),
+                ),
+            ):
+                wall, peak = long_journal.median_of(rounds, lambda _i, a=argv: a, env)
+                print(f"  {label:>8}  {what:<46} {wall:6.2f} s  {peak:6.0f} MB")
 
 
 if __name__ == "__main__":
