@@ -76,16 +76,14 @@ SECRET_NAME = re.compile(
 )
 
 #: Keys of stored dicts (probe results, labels, expectations) whose string value is a secret.
-SECRET_KEY = re.compile(
-    r"(?i)^[A-Za-z0-9_.-]*(?:token|password|passwd|passphrase|secret|api[_-]?key|_key"
-    r"|accountkey|credentials?|auth|authorization|_pass|_pwd)$"
+_KEY_WORDS = (
+    r"(?:token|password|passwd|passphrase|secret|api[_-]?key|_key|accountkey|credentials?"
+    r"|auth|authorization|_pass|_pwd)"
 )
+SECRET_KEY = re.compile(r"(?i)^[A-Za-z0-9_.-]*" + _KEY_WORDS + "$")
 
 #: The secret word a :data:`SECRET_KEY` name ends with.
-_KEY_WORD = re.compile(
-    r"(?i)(?:token|password|passwd|passphrase|secret|api[_-]?key|_key|accountkey|credentials?"
-    r"|auth|authorization|_pass|_pwd)$"
-)
+_KEY_WORD = re.compile(r"(?i)" + _KEY_WORDS + "$")
 #: Keys whose mapping is keyed by distribution names (a package snapshot's ``packages``,
 #: torch-env's ``packages``): those keys are data, never a secret-named field.
 NAME_MAPS = frozenset({"packages"})
@@ -571,8 +569,7 @@ class Redactor:
                 data = data.replace(value, MASK_B)
         counts: dict[str, int] = {}
         lower: bytes | None = None
-        # the gate bytes in the data, looked for once (a mask brings none in)
-        present = frozenset(g for g in _GATE_BYTES if g in data)
+        present = _gates_in(data)  # looked for once: a mask brings none in
         for pattern, gates in _GATED:
             if gates and gates.isdisjoint(present):
                 continue
@@ -693,8 +690,9 @@ class Redactor:
                 first = window.find(value, max(0, at - len(value) + 1), at + len(value) - 1)
                 if 0 <= first < moved:
                     moved = first
-            for pattern in _PATTERNS:
-                if pattern.gates and not _gated(window, pattern.gates):
+            present = _gates_in(window)
+            for pattern, gates in _GATED:
+                if gates and gates.isdisjoint(present):
                     continue
                 for span in _spans(pattern, window, lower, strict=True):
                     # from the word of the name or flag the value is recognised by to the
@@ -744,8 +742,10 @@ def _word_start(data: bytes, at: int) -> int:
     return max(data.rfind(sep, 0, at) for sep in (b"\n", b"\r", b" ", b"\t")) + 1
 
 
-def _gated(data: bytes, gates: bytes) -> bool:
-    return any(gates[i : i + 1] in data for i in range(len(gates)))
+def _gates_in(data: bytes) -> frozenset[bytes]:
+    """The gate bytes that ``data`` holds (a pattern none of whose gates is there cannot
+    match)."""
+    return frozenset(g for g in _GATE_BYTES if g in data)
 
 
 def _spans(pattern: _Pattern, data: bytes, lower: bytes | None, strict: bool = False) -> list[Span]:

@@ -124,6 +124,8 @@ def test_allreduce_on_one_gpu_is_skipped_and_the_small_matmul_change_is_noise(
     assert shown["reason"] == "allreduce_busbw: needs 2 or more GPUs, found 1"
     status = journal("status", db=db, runbook=runbook)
     out = text(status.stdout)
+    # the rollback put numpy back: over the whole record the host's stack is unchanged
+    assert "h200: unchanged: torch 2.11.0+cu130" in out
     # 755.47 -> 767.31 TFLOP/s, +1.6%: within the noise of single figures
     assert "755.47 → 755.47 → 767.31 TFLOP/s" in out
     assert "(+1.6% first to last, within noise)" in out

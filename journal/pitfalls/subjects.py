@@ -20,6 +20,7 @@ from journal.projections.timeline import (
     recorder_alive,
     settle,
 )
+from journal.projections.unread import of_probe
 from journal.terminal import clean, clean_chunks
 from journal.transcript import parse, step_name
 
@@ -129,12 +130,9 @@ def from_journal(
 
 def _unread(probe: ProbeView) -> dict[str, Any]:
     """A probe or snapshot that could not be read, as a run carries it."""
-    return {
-        "probe": probe.probe,
-        "phase": probe.phase,
-        "error": probe.error or "the probe returned nothing",
-        "event": probe.seq,
-    }
+    miss = of_probe(probe)
+    assert miss is not None  # only failed probes are asked for
+    return {"probe": miss.probe, "phase": miss.phase, "error": miss.error, "event": miss.seq}
 
 
 def _figure(metric: MetricView, segments: list[Segment]) -> Figure:
