@@ -1,9 +1,13 @@
 """Terminal transcripts as people paste them: prompt lines, each followed by its output.
 
-Prompts recognised: ``user@host:~/dir$ cmd``, ``user@host:~# cmd``, ``(venv) user@host:~$ cmd``,
-``[user@host dir]$ cmd``, ``$ cmd`` and ``# cmd``. A ``# …`` line is a root prompt only when
-what follows reads as a command (a known program, a path, ``VAR=value``); otherwise it is a
-comment. ``>>> `` (Python) is not a prompt.
+Prompts recognised, as families (:data:`PROMPTS`), each with an optional ``(venv)`` before it:
+bash's ``user@host:~/dir$ cmd``, ``user@host:~# cmd`` and ``[user@host dir]$ cmd``; macOS zsh's
+``user@host dir % cmd``; fish's ``user@host ~/dir> cmd``; Windows cmd's ``C:\\path>cmd``;
+PowerShell's ``PS C:\\path> cmd``; and ``$ cmd``. Shapes that output also prints are prompts only
+where what follows reads as a command (a known program, a path, ``VAR=value``): a bare
+``# cmd`` (otherwise a comment), ``% cmd`` and zsh's ``host% cmd``, fish's ``~/dir> cmd``,
+oh-my-zsh's ``➜  dir cmd``. ``>>> `` (Python) is never a prompt; nor is a line that only ends
+in ``>`` or ``%`` (``-> x``, ``<tag>``, ``100%``), nor a Windows path followed by other text.
 
 Times, where the transcript has them (see :data:`STAMP`): a prompt that starts with the time
 (bash ``PS1='[\\t] …'`` gives ``[12:01:33] user@host:~$ cmd``, ``\\D{%F %T}`` gives
@@ -23,13 +27,99 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-_USER_HOST = re.compile(
-    r"^(?:\([^)\n]{1,80}\)\s*)?"  # (venv)
-    r"(?:(?P<user>[\w.-]{1,64})@(?P<host>[\w.-]{1,128})[:\s][^\n$#]{0,300}?"  # user@host:~/dir
-    r"|\[(?P<user2>[\w.-]{1,64})@(?P<host2>[\w.-]{1,128})[^\]\n]{0,200}\])"  # [user@host dir]
-    r"\s?[$#] (?P<cmd>.*)$"
+_ENV = r"(?:\([^)\n]{1,80}\)\s*)?"  # (venv), (base), (env)
+_WHO = r"(?P<user>[\w.-]{1,64})@(?P<host>[\w.-]{1,128})"  # user@host
+#: A Windows path as cmd and PowerShell print it: a drive, then names without : * ? " < > |.
+_WINDOWS = r"[A-Za-z]:\\(?:[^\\/:*?\"<>|\n]{0,255}\\){0,64}[^\\/:*?\"<>|\n]{0,255}"
+
+
+@dataclass(frozen=True)
+class PromptFamily:
+    """One shell's prompt shape. ``pattern`` matches a whole prompt line, its ``cmd`` group the
+    command (``user`` and ``host`` where the prompt names them). ``command_only``: the shape is
+    also common in output (``% Total``, ``/usr/lib> ``, ``➜  Local: http://…``), so only a line
+    where what follows reads as a command (see :func:`_is_command`) is a prompt."""
+
+    name: str
+    pattern: re.Pattern[str]
+    command_only: bool = False
+    example: str = ""
+
+
+#: The prompt families, tried in order (the first that matches wins). Each is anchored at the
+#: start of the line, and every repetition is bounded, so no line makes them backtrack far.
+PROMPTS = (
+    # macOS zsh's default `%n@%m %1~ %# `: the directory is one word, then ` % `.
+    PromptFamily(
+        "zsh",
+        re.compile("^" + _ENV + _WHO + r" [^\s%]{1,200} %(?: (?P<cmd>.*))?$"),
+        example="user@MacBook-Pro ~ % pip install torch",
+    ),
+    # fish's default `user@host ~/dir> ` (`# ` as root is the bash shape below).
+    PromptFamily(
+        "fish",
+        re.compile("^" + _ENV + _WHO + r" [~/][^\s>]{0,300}>(?: (?P<cmd>.*))?$"),
+        example="user@host ~/src> pip install torch",
+    ),
+    # bash and most PS1s: `user@host:~/dir$ `, `root@host:/# `, `user@host ~$ `.
+    PromptFamily(
+        "bash",
+        re.compile("^" + _ENV + _WHO + r"[:\s][^\n$#]{0,300}?\s?[$#] (?P<cmd>.*)$"),
+        example="user@host:~/dir$ pip install torch",
+    ),
+    # Red Hat's `[user@host dir]$ `.
+    PromptFamily(
+        "bash-brackets",
+        re.compile(
+            "^" + _ENV + r"\[(?P<user>[\w.-]{1,64})@(?P<host>[\w.-]{1,128})[^\]\n]{0,200}\]"
+            r"\s?[$#] (?P<cmd>.*)$"
+        ),
+        example="[user@host dir]$ pip install torch",
+    ),
+    # PowerShell's `PS C:\path> ` (and pwsh's `PS /home/user> `).
+    PromptFamily(
+        "powershell",
+        re.compile("^" + _ENV + r"PS (?:" + _WINDOWS + r"|[~/][^<>|\n]{0,300})>(?: (?P<cmd>.*))?$"),
+        example=r"(env) PS C:\Users\me> pip install torch",
+    ),
+    # Windows cmd's `C:\path>` (`$P$G`: no space before the command).
+    PromptFamily(
+        "cmd",
+        re.compile("^" + _ENV + _WINDOWS + r">(?P<cmd>.*)$"),
+        example=r"(base) C:\Users\me>pip install torch",
+    ),
+    # oh-my-zsh's robbyrussell theme: `➜  dir git:(main) ✗ ` (no mark ends it).
+    PromptFamily(
+        "oh-my-zsh",
+        re.compile(
+            "^" + _ENV + r"➜ {1,2}\S{1,200}(?: git:\([^)\n]{1,100}\))?(?: ✗)? (?P<cmd>\S.*)$"
+        ),
+        command_only=True,
+        example="➜  ~ pip install torch",
+    ),
+    # zsh's own default `%m%# ` (`host% `) and the bare `% ` of csh and documentation.
+    PromptFamily(
+        "zsh-host",
+        re.compile("^" + _ENV + r"(?P<host>[A-Za-z][\w.-]{0,127})?% (?P<cmd>\S.*)$"),
+        command_only=True,
+        example="gpu-box% pip install torch",
+    ),
+    # fish without user@host: `~> `, `~/src> `.
+    PromptFamily(
+        "fish-bare",
+        re.compile("^" + _ENV + r"[~/][^\s>]{0,300}> (?P<cmd>\S.*)$"),
+        command_only=True,
+        example="~/src> pip install torch",
+    ),
+    # `$ ` and, where a command follows, `# `.
+    PromptFamily(
+        "bare",
+        re.compile("^" + _ENV + r"(?P<mark>[$#]) (?P<cmd>\S.*)$"),
+        example="$ pip install torch",
+    ),
 )
-_BARE = re.compile(r"^(?:\([^)\n]{1,80}\)\s*)?(?P<mark>[$#]) (?P<cmd>\S.*)$")
+#: What every prompt line holds one of (a cheap test before the patterns).
+_MARKS = ("$ ", "# ", "% ", ">", "➜")
 
 #: First words that make a ``# …`` line a command rather than a comment.
 COMMANDS = frozenset(
@@ -93,21 +183,19 @@ def _is_command(text: str) -> bool:
 
 
 def prompt(line: str) -> tuple[str, str | None, str | None] | None:
-    """(command, user, host) if ``line`` is a prompt line, else None."""
-    if len(line) > 4000 or ("$ " not in line and "# " not in line) or line.startswith(">>>"):
+    """(command, user, host) if ``line`` is a prompt line of one of :data:`PROMPTS`, else
+    None. ``>>> `` (Python) is never a prompt; a bare ``# `` only before a command."""
+    if len(line) > 4000 or line.startswith(">>>") or not any(m in line for m in _MARKS):
         return None
-    match = _USER_HOST.match(line)
-    if match:
-        return (
-            match.group("cmd").strip(),
-            match.group("user") or match.group("user2"),
-            match.group("host") or match.group("host2"),
-        )
-    match = _BARE.match(line)
-    if match:
-        cmd = match.group("cmd").strip()
-        if match.group("mark") == "$" or _is_command(cmd):
-            return cmd, None, None
+    for family in PROMPTS:
+        match = family.pattern.match(line)
+        if match is None:
+            continue
+        cmd = (match.group("cmd") or "").strip()
+        groups = match.groupdict()
+        if (family.command_only or groups.get("mark") == "#") and not _is_command(cmd):
+            continue
+        return cmd, groups.get("user"), groups.get("host")
     return None
 
 

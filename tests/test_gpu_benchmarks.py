@@ -10,6 +10,23 @@ import pytest
 
 BENCH = Path(__file__).parent / "data" / "h200" / "bench"
 
+#: Keys the postmortem's impact section gained after the H200 captures were made (issue 26:
+#: each set's samples and spread, the verdict's reason, a series' latest set): the captured
+#: documents stay as they were written, so these are left out before comparing.
+ADDED_SINCE = ("before_samples", "after_samples", "before_spread", "after_spread", "why")
+
+
+def as_captured(impact: dict) -> dict:
+    """The impact section without the keys added since the captures (:data:`ADDED_SINCE`)."""
+    for series in [*impact["throughput"], *impact["other"]]:
+        series.pop("latest", None)
+        for change in [*series["changes"], *([series["overall"]] if series["overall"] else [])]:
+            for key in ADDED_SINCE:
+                change.pop(key, None)
+    for key in ADDED_SINCE:
+        (impact["headline"] or {}).pop(key, None)
+    return impact
+
 
 def figures(name: str) -> dict[str, dict]:
     found = {}
@@ -86,7 +103,7 @@ def test_journal_run_bench_on_an_h200_recorded_the_builtin_figures(tmp_path) -> 
         for change in [*series["changes"], series["overall"]]:
             verdicts.add(change.pop("verdict"))
     here["impact"]["headline"].pop("verdict")
-    assert here["impact"] == there["impact"]
+    assert as_captured(here["impact"]) == there["impact"]
     assert verdicts == {"noise"}
     changes = {row["metric"]: row["overall"]["percent"] for row in here["impact"]["throughput"]}
     assert changes == {"matmul_bf16": -1.1, "memcpy_d2d": -1.6}
@@ -175,6 +192,7 @@ def test_journal_run_bench_allreduce_on_one_h200_was_recorded_skipped_not_failed
     assert (head["metric"], head["percent"], head["verdict"]) == ("matmul_bf16", 3.3, "noise")
     # and the postmortem made there says the same as the one made here
     there = json.loads((BENCH / "journal-h200-skipped-postmortem.json").read_text())
+    as_captured(doc["impact"])
     for key in ("status", "status_reasons", "story", "failures", "summary", "impact", "timeline"):
         assert doc[key] == there[key], key
     assert there["status"] == "mitigated"  # nccl-skew, a warning: no failure keeps it open

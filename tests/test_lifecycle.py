@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from journal.pitfalls import judge
+from journal.pitfalls._bench import Figure
 from journal.pitfalls.base import Finding, Run, Subject
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal, from_transcript
@@ -112,16 +113,43 @@ def test_a_later_install_that_left_the_wrong_variant_resolves_nothing() -> None:
     assert one.state == "open" and one.resolved_by is None
 
 
-def test_a_probe_showing_the_variant_resolves_variant_not_switched() -> None:
+def test_only_an_install_of_the_same_request_that_took_resolves_a_noop() -> None:
     noop = run("install-torch", INSTALL, OLD, OLD, event=10)
     env = h200_env()
     env["torch"]["version"] = "2.12.0.dev20260226+cu130"
+    # a probe on its own showing the variant: no install of the request took
     probe = run("verify", event=20, env=env)
-    (one,) = of(states(noop, probe), "variant-not-switched")
-    assert one.state == "resolved"
-    assert one.resolved_by.why == (
-        "the torch-env probe after verify on gpu-box shows torch 2.12.0.dev20260226+cu130"
+    # a pin to another version from the default index: another request
+    pinned = run("pin", "uv pip install torch==2.10.1", OLD, snap(torch="2.10.1"), event=30)
+    # the same name from another variant's index: another request
+    other = "uv pip install torch --index-url https://download.pytorch.org/whl/cu126"
+    elsewhere = run("cu126", other, OLD, snap(torch="2.10.0+cu126"), event=40)
+    found = states(noop, probe, pinned, elsewhere)
+    for id in ("noop-install", "variant-not-switched"):
+        (one,) = of(found, id)
+        assert one.state == "open", (id, one.resolved_by)
+    # the advice's exact pin of the variant asked for is the same request: it took
+    exact = "uv pip install torch==2.12.0.dev20260226+cu130 --index-url https://download.pytorch.org/whl/nightly/cu130"
+    fixed = run("pin-cu130", exact, snap(torch="2.10.0+cu126"), NEW, event=50)
+    for id in ("noop-install", "variant-not-switched"):
+        (one,) = of(states(noop, probe, pinned, elsewhere, fixed), id)
+        assert one.state == "resolved" and one.resolved_by.run == "pin-cu130", id
+
+
+def test_a_bare_noop_is_not_resolved_by_a_pin_to_another_version() -> None:
+    """`uv pip install numpy` changed nothing; `pip install numpy==1.26.4` later asked for
+    something else (a downgrade): not the request repeated."""
+    was, low = snap(numpy="2.4.6"), snap(numpy="1.26.4")
+    noop = run(
+        "numpy", "uv pip install numpy", was, was, event=10, output="Audited 1 package in 3ms\n"
     )
+    pin = run("pin", "pip install numpy==1.26.4", was, low, event=20)
+    (one,) = of(states(noop, pin), "noop-install")
+    assert one.state == "open"
+    again = run("again", "uv pip install --upgrade numpy", low, snap(numpy="2.4.7"), event=30)
+    (one,) = of(states(noop, pin, again), "noop-install")
+    assert one.state == "resolved" and one.resolved_by.run == "again"
+    assert "numpy 1.26.4 -> 2.4.7, as asked for" in one.resolved_by.why
 
 
 def test_toolkit_mismatch_is_resolved_by_a_probe_that_no_longer_shows_it() -> None:
@@ -322,31 +350,62 @@ def test_torch_replaced_is_resolved_by_putting_the_earlier_torch_back() -> None:
     assert one.state == "resolved" and "torch 2.12.0.dev20260226+cu130 again" in one.resolved_by.why
 
 
-def test_nccl_changed_is_resolved_by_a_throughput_measured_after_it() -> None:
+def _allreduce(key: str, busbw: float, nccl: str, *, event: int) -> Figure:
+    """A built-in allreduce figure as the H200 pair recorded it (its labels as in
+    tests/data/h200/bench/h200x2.txt), on gpu-box."""
+    labels = {"mib": "1024", "gpus": "2", "nccl": nccl, "benchmark": "allreduce"}
+    return Figure("allreduce_busbw", busbw, "GB/s", labels, key, event, "gpu-box")
+
+
+def _with(runs: list[Run], figures: list[Figure]) -> list[Finding]:
+    return judged(Subject("journal", runs, "life", metrics=figures))
+
+
+def _serving(key: str, tok_s: float, *, event: int) -> Run:
+    return run(
+        key,
+        "python -m sglang.bench_serving --backend sglang --max-concurrency 1",
+        output=(
+            "============ Serving Benchmark Result ============\n"
+            "Successful requests:                     32\n"
+            f"Output token throughput (tok/s):         {tok_s}\n"
+            "==================================================\n"
+        ),
+        event=event,
+        status="imported",
+    )
+
+
+def test_nccl_changed_is_resolved_only_by_an_nccl_figure_back_at_its_baseline() -> None:
     old = h200_env()
     old["torch"]["nccl"] = old["nccl"] = "2.22.3"
     old["env"]["NCCL_ALGO"] = "Ring"
     new = h200_env()
     new["env"]["NCCL_ALGO"] = "Ring"
+    base = _allreduce("allreduce-old", 319.2, "2.22.3", event=5)
     before = run("verify-old", event=10, env=old)
     swap = run("swap", INSTALL + " --reinstall", OLD, NEW, event=20, env=new)
-    (one,) = of(states(before, swap), "nccl-changed")
+    (one,) = of(_with([before, swap], [base]), "nccl-changed")
     assert one.state == "open" and "2.22.3 to 2.28.9" in one.title
-    bench = run(
-        "bench",
-        "python -m sglang.bench_serving --backend sglang --max-concurrency 1",
-        output=(
-            "============ Serving Benchmark Result ============\n"
-            "Successful requests:                     32\n"
-            "Output token throughput (tok/s):         96.1\n"
-            "==================================================\n"
-        ),
-        event=30,
-        status="imported",
-    )
-    (one,) = of(states(before, swap, bench), "nccl-changed")
+    # a serving figure that spread over no GPUs, and an allreduce 39.9% down: not resolved
+    bench = _serving("bench", 96.1, event=30)
+    fell = _allreduce("allreduce-fell", 191.8, "2.28.9", event=40)
+    (one,) = of(_with([before, swap, bench], [base, fell]), "nccl-changed")
+    assert one.state == "open", one.resolved_by
+    back = _allreduce("allreduce-back", 316.0, "2.28.9", event=50)
+    (one,) = of(_with([before, swap, bench], [base, fell, back]), "nccl-changed")
     assert one.state == "resolved" and one.resolved_by.kind == "figure"
-    assert "output_token_throughput = 96.1 tok/s" in one.resolved_by.why
+    assert "-1.0% against its baseline of 319.20 GB/s" in one.resolved_by.why
+
+
+def test_nccl_changed_without_a_baseline_waits_for_an_acknowledgement() -> None:
+    old = h200_env()
+    old["torch"]["nccl"] = old["nccl"] = "2.22.3"
+    before = run("verify-old", event=10, env=old)
+    swap = run("swap", INSTALL + " --reinstall", OLD, NEW, event=20, env=h200_env())
+    after = _allreduce("allreduce", 319.2, "2.28.9", event=30)
+    (one,) = of(_with([before, swap], [after]), "nccl-changed")
+    assert one.state == "open" and "acknowledge this finding once you have measured" in one.advice
 
 
 # --- acknowledgements -------------------------------------------------------------------------
@@ -418,7 +477,13 @@ def test_the_demo_reads_as_the_upgrade_went(demo: tuple[Path, Path]) -> None:
     errors = [f for f in noise if f["severity"] == "error"]
     assert doc["status"] == ("open" if errors else "mitigated")
     items = [i for i in doc["action_items"] if i["kind"] == "finding"]
-    assert [i["id"] for i in items if i["id"] != "throughput-regression"] == ["downgrade-cascade"]
+    ids = [i["id"] for i in items if i["id"] != "throughput-regression"]
+    assert ids[0] == "downgrade-cascade" and set(ids) == {"downgrade-cascade", "nccl-changed"}
+    # no figure that exercises NCCL was measured before the swap on either host: the CPU
+    # matmul on local and the seed's serving throughput on gpu-box cannot show it harmless
+    nccl = [f for f in every.values() if f["id"] == "nccl-changed"]
+    assert {f["host"] for f in nccl} == {"local", "gpu-box"}
+    assert {f["state"] for f in nccl} == {"open"}
     (cascade,) = [i for i in items if i["id"] == "downgrade-cascade"]  # merged: two hosts
     assert cascade["hosts"] == ["local", "gpu-box"] and cascade["count"] == 2
     noop = next(p for p in doc["pitfalls"] if p["id"] == "noop-install")

@@ -108,22 +108,36 @@ def record_metric(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _comparisons(ctx: Context, journal: str) -> tuple[Timeline, dict[int, str]]:
-    """The timeline, and for each figure's event how it compares with the figure before it
-    in its series."""
-    from journal.projections.metrics import VERDICT_WORDS, all_series, change_steps, changes
+    """The timeline, and for the last figure of each set (the repeated samples of one
+    benchmark run, or one figure) how the set compares with the set before it in its series:
+    the one verdict (journal.projections.verdict.judge), median against median."""
+    from journal.projections.metrics import all_series, change_steps, changes
     from journal.projections.stored import current_timeline
+    from journal.projections.verdict import VERDICT_WORDS
 
     timeline = current_timeline(ctx.store, journal)
     steps = change_steps(timeline)
     found = {}
     for series in all_series(timeline):
         for change in changes(series, steps):
+            v = change.judged
             percent = change.percent
             shown = "" if percent is None else f"{percent:+.1f}% "
-            found[change.after.seq] = (
-                f"{shown}against {render.figure(change.before.value, change.before.unit)} "
-                f"({change.between}){VERDICT_WORDS.get(change.verdict, '')}"
+            unit = change.unit
+            now = (
+                f"median {render.figure(v.after, unit)} of {v.after_count} "
+                f"({render.figure(v.after_low, None)}–{render.figure(v.after_high, None)}), "
+                if v.after_count > 1
+                else ""
             )
+            was = render.figure(v.before, unit) + (
+                f" (median of {v.before_count}: {render.figure(v.before_low, None)}–"
+                f"{render.figure(v.before_high, None)})"
+                if v.before_count > 1
+                else ""
+            )
+            said = VERDICT_WORDS.get(change.verdict, "")
+            found[change.last.seq] = f"{now}{shown}against {was} ({change.between}){said}"
     return timeline, found
 
 

@@ -24,6 +24,7 @@ from html import escape
 
 from journal.projections.metrics import Series, all_series, change_steps, headline_rank
 from journal.projections.timeline import MetricView, Timeline
+from journal.projections.verdict import sets
 
 #: Series colours, in the order series appear (the UI's own palette).
 PALETTE = ("#3465a4", "#1a7f37", "#b26a00", "#6f42c1", "#0e7c86", "#9a3412")
@@ -215,24 +216,11 @@ def _point_title(series: Series, point: MetricView) -> str:
     return text
 
 
-def repeats(series: Series, trusted: list[MetricView], marks: list[Mark]) -> list[list[MetricView]]:
-    """The runs of two or more repeated figures among ``trusted``: consecutive, of the same
-    phase, with no step run of the series' host between them (as
-    :func:`~journal.projections.metrics.repeat_groups` groups them)."""
-    found: list[list[MetricView]] = []
-    for point in sorted(trusted, key=lambda p: p.seq):
-        last = found[-1][-1] if found else None
-        if (
-            last is not None
-            and last.phase == point.phase
-            and not any(
-                last.seq < m.seq < point.seq and (series.host is None or m.host == series.host)
-                for m in marks
-            )
-        ):
-            found[-1].append(point)
-        else:
-            found.append([point])
+def repeats(trusted: list[MetricView]) -> list[list[MetricView]]:
+    """The sets of two or more repeated samples among a series' ``trusted`` figures: what one
+    benchmark run printed in one phase (:func:`journal.projections.verdict.sets`, the sets
+    every verdict compares)."""
+    found = sets(sorted(trusted, key=lambda p: p.seq))
     return [group for group in found if len(group) > 1]
 
 
@@ -366,7 +354,7 @@ def svg_chart(
         colour = PALETTE[index % len(PALETTE)]
         out.append(f'<g class="series" data-series="{escape(one.slug)}">')
         trusted = [p for p in pts if not p.invalid]
-        for group in repeats(one, trusted, marks):
+        for group in repeats(trusted):
             low, high = min(p.value for p in group), max(p.value for p in group)
             x0, x1 = x_of[group[0].seq] - 8, x_of[group[-1].seq] + 8
             about = (

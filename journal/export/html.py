@@ -50,6 +50,7 @@ def environment() -> Environment:
         elapsed=wording.elapsed,
         figure=wording.figure,
         percent=wording.percent_text,
+        spread=wording.spread_text,
         first_line=wording.first_line,
         prose=wording.code_spans,
     )

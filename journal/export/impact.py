@@ -18,8 +18,10 @@ from journal.projections.metrics import (
     before_after,
     changes,
     headline_rank,
+    sample_sets,
 )
 from journal.projections.timeline import MetricView, StepRunView, Timeline
+from journal.projections.verdict import judge_sets
 
 
 def figure(value: float | None, unit: str | None = None) -> str:
@@ -38,6 +40,14 @@ def percent_text(percent: float | None) -> str:
     return f"{percent:+.1f}%" if percent else "0.0%"
 
 
+def spread_text(samples: int, spread: list[float] | None) -> str:
+    """``median of 5: 36.00–36.30`` beside the median of repeated samples; nothing for a
+    single figure."""
+    if samples < 2 or not spread:
+        return ""
+    return f"median of {samples}: {figure(spread[0])}–{figure(spread[1])}"
+
+
 def _point(point: MetricView) -> dict[str, Any]:
     return {
         "value": point.value,
@@ -51,25 +61,28 @@ def _point(point: MetricView) -> dict[str, Any]:
 
 
 def change_dict(change: Change) -> dict[str, Any]:
-    """A pair of figures as the document carries it."""
+    """A change of set as the document carries it: ``before`` and ``after`` are the sets'
+    medians, ``before_samples`` / ``after_samples`` how many figures each set holds and
+    ``before_spread`` / ``after_spread`` their min and max."""
     percent = change.percent
     return {
-        "before": change.before.value,
-        "after": change.after.value,
-        "unit": change.after.unit,
+        "before": change.before,
+        "after": change.after,
+        "unit": change.unit,
         "delta": round(change.delta, 6),
         "percent": None if percent is None else round(percent, 1),
         "better": change.better,
-        # what the change means, as every surface says it: better, worse, noise (within the
-        # spread of repeats, or NOISE_PERCENT between single figures), same, count
+        # what the change means, as every surface says it (journal.projections.verdict.judge):
+        # better, worse, noise, same, count; ``why`` says why in words
         "verdict": change.verdict,
         "basis": change.basis,
         "between": change.between,
         "steps": list(change.steps),
-        "before_time": change.before.ts,
-        "after_time": change.after.ts,
-        "before_run": change.before.run,
-        "after_run": change.after.run,
+        "before_time": change.first.ts,
+        "after_time": change.last.ts,
+        "before_run": change.first.run,
+        "after_run": change.last.run,
+        **change.judged.as_dict(),
     }
 
 
@@ -89,6 +102,17 @@ def rate_series(timeline: Timeline) -> list[Series]:
 def series_dict(series: Series, steps: list[StepRunView]) -> dict[str, Any]:
     """One series: its figures, consecutive changes and its first-against-last change."""
     overall = before_after(series, steps)
+    found = sample_sets(series)
+    latest = None
+    if found:
+        v = judge_sets(found[-1], found[-1], series.direction)
+        latest = {
+            "median": v.after,
+            "samples": v.after_count,
+            "spread": [v.after_low, v.after_high],
+            "time": found[-1][-1].ts,
+            "run": found[-1][-1].run,
+        }
     return {
         "metric": series.name,
         "display": DISPLAY.get(series.name, series.name),
@@ -100,6 +124,8 @@ def series_dict(series: Series, steps: list[StepRunView]) -> dict[str, Any]:
         "points": [_point(p) for p in series.points],
         "changes": [change_dict(c) for c in changes(series, steps)],
         "overall": None if overall is None else change_dict(overall),
+        # the latest set of trusted figures (its median and spread), None without one
+        "latest": latest,
     }
 
 
@@ -118,17 +144,15 @@ def impact(timeline: Timeline, steps: list[StepRunView]) -> dict[str, Any]:
 
 
 def headline_text(effect: dict[str, Any]) -> str | None:
-    """``Output token throughput on gpu-box: 90.00 → 54.10 → 96.10 tok/s, +6.8% overall.``"""
+    """``Output token throughput on gpu-box: 90.00 → 54.10 → 96.10 tok/s, +6.8% overall.``
+    (each figure the median of its set)."""
     head = effect.get("headline")
     if head is None:
         return None
     series = next(s for s in effect["throughput"] if s["title"] == head["title"])
-    trusted = [
-        p["value"]
-        for p in series["points"]
-        if p["invalid"] is None and p["value"] == p["value"]  # not NaN
-    ]
-    values = trusted if len(trusted) <= 5 else [trusted[0], trusted[-1]]
+    # one figure per set (the median of repeated samples), as the changes compare them
+    medians = [c["before"] for c in series["changes"]] + [series["changes"][-1]["after"]]
+    values = medians if len(medians) <= 5 else [medians[0], medians[-1]]
     path = " → ".join(figure(v) for v in values)
     unit = f" {series['unit']}" if series["unit"] else ""
     where = f" on {series['host']}" if series["host"] else ""

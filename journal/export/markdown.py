@@ -24,6 +24,7 @@ from journal.export.wording import (
     percent_text,
     period,
     series_name,
+    spread_text,
     stack_rows,
     took,
     what,
@@ -200,13 +201,19 @@ def _failures(doc: dict[str, Any]) -> list[str]:
 VERDICT_SAID = {"better": " better", "worse": " worse", "noise": " within noise"}
 
 
+def _side(change: dict[str, Any], side: str) -> str:
+    """A change's median, and beside it the spread of repeated samples."""
+    shown = code(figure(change[side], change["unit"]))
+    spread = spread_text(change.get(f"{side}_samples", 1), change.get(f"{side}_spread"))
+    return f"{shown} ({text(spread)})" if spread else shown
+
+
 def _change_row(name: str, host: str | None, change: dict[str, Any], between: str) -> list[str]:
-    unit = change["unit"]
     return [
         text(name),
         code(host or "-"),
-        code(figure(change["before"], unit)),
-        code(figure(change["after"], unit)),
+        _side(change, "before"),
+        _side(change, "after"),
         f"**{percent_text(change['percent'])}**{VERDICT_SAID.get(change.get('verdict'), '')}",
         text(between),
     ]
@@ -229,12 +236,18 @@ def _impact(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None) -> l
                     _change_row(name, series["host"], series["overall"], "overall: first → last")
                 )
             if not series["changes"]:
-                only = series["points"][-1]
-                rows.append(
-                    [text(name), code(series["host"] or "-"), "-",
-                     code(figure(only["value"], series["unit"])), "-",
-                     text("one trusted figure, nothing to compare")]
-                )  # fmt: skip
+                only = series["latest"]
+                shown, said = "-", "no trusted figure, nothing to compare"
+                if only is not None:
+                    shown = code(figure(only["median"], series["unit"]))
+                    spread = spread_text(only["samples"], only["spread"])
+                    shown += f" ({text(spread)})" if spread else ""
+                    said = (
+                        "one trusted "
+                        + ("run of samples" if only["samples"] > 1 else "figure")
+                        + ", nothing to compare"
+                    )
+                rows.append([text(name), code(series["host"] or "-"), "-", shown, "-", text(said)])
         out += ["### Throughput", "", *table(header, rows), ""]
         if chart_links:
             out += [f"![{text(title)}](<{_dest(path)}>)" for title, path in chart_links] + [""]

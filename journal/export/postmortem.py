@@ -36,10 +36,16 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   headline throughput change, unless the story tells it) and ``notes`` tagged ``summary``.
 - ``impact``: ``throughput`` (series of rates: tok/s, GB/s, …) and ``other`` (latencies,
   counts), each series with ``metric``, ``title``, ``host``, ``labels``, ``unit``, ``points``,
-  ``changes`` (consecutive trusted figures) and ``overall`` (first against last); a change
-  has ``before``, ``after``, ``delta``, ``percent`` (one decimal), ``better`` (the direction
-  alone), ``verdict`` (``better``, ``worse``, ``noise``, ``same``, ``count``: what every
-  format colours and says; within the noise is neither gain nor loss), ``between``.
+  ``changes`` (consecutive sets of trusted figures: a set is the repeated samples of one
+  benchmark run, or one figure; one change per set, never per sample), ``overall`` (the first
+  set against the last) and ``latest`` (the last set: ``median``, ``samples``, ``spread``,
+  ``time``, ``run``; None without a trusted figure); a change has ``before``, ``after`` (the
+  sets' medians), ``before_samples``, ``after_samples``, ``before_spread``, ``after_spread``
+  (min and max), ``delta``, ``percent`` (one decimal), ``better`` (the direction alone),
+  ``verdict`` (``better``, ``worse``, ``noise``, ``same``, ``count``: the one verdict,
+  :func:`journal.projections.verdict.judge`, that every format colours and says and the
+  ``throughput-regression`` detector fires on; within the noise is neither gain nor loss),
+  ``why`` (the verdict's reason in words), ``between``.
   ``headline`` is the overall change of the first throughput series, or None.
 - ``charts``: each chart of the figures (:mod:`journal.export.chart`): ``title``, ``metric``,
   ``unit``, ``throughput`` (a chart of rates: the impact section shows those, the HTML keeps

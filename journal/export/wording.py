@@ -10,13 +10,14 @@ import re
 from typing import Any
 
 from journal.display import first_line, seconds, when
-from journal.export.impact import figure, percent_text
+from journal.export.impact import figure, percent_text, spread_text
 from journal.projections.metrics import higher_is_better
 
 __all__ = [
     "figure",
     "first_line",
     "percent_text",
+    "spread_text",
     "seconds",
     "when",
     "elapsed",

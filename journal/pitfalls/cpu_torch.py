@@ -13,15 +13,20 @@ alone or among other values, or collect_env's `CUDA used to build PyTorch: None`
 build string with `cpu` (`pytorch-1.12.1-py3.8_cpu_0` in conda's plan or collect_env's
 `[conda]` lines).
 
-The GPUs are known from NVML in a `torch-env` probe, or from `nvidia-smi` printed in the same
-transcript; with them the finding is an error. An install that asked for a CUDA build
-(`…/whl/cu130`, conda's `pytorch-cuda=12.1` or `cudatoolkit=11.8`) makes it a warning, and so
-does `Torch not compiled with CUDA enabled`. A host with no GPU in sight (`nvidia-smi: command
-not found`, collect_env's `Is CUDA available: False` with no GPU model) where nothing asked
-for CUDA gets no finding: a CPU build is what it can run. Otherwise, without any sign of a
-GPU, a bare `+cpu` version is information, and so is a CPU build an install asked for
-(`…/whl/cpu`, `==x+cpu`, conda's `cpuonly`). A CPU build that every later probe shows again
-is reported at the first probe only.
+The finding is said only where a CUDA build is wanted. GPUs in sight (NVML in a `torch-env`
+probe, or `nvidia-smi` rows in the same transcript) make it an error. An install on the host
+that asked for a CUDA build (`…/whl/cu130`, conda's `pytorch-cuda=12.1` or `cudatoolkit=11.8`),
+or code that asked for CUDA (`Torch not compiled with CUDA enabled`), makes it a warning; on a
+host with no GPU in sight (NVML listing none, `nvidia-smi: command not found`, collect_env's
+`Is CUDA available: False` with no GPU model) its advice is to look at the host's GPUs first or
+to ask for the CPU build, never a CUDA wheel the host cannot use. Anywhere else (no GPU in
+sight and nothing asked for CUDA, or the CPU build asked for: `…/whl/cpu`, `==x+cpu`, conda's
+`cpuonly`) a CPU build is what the host can run, and no finding.
+
+One CPU build seen on a host is one finding, however many looks show it (a probe, `pip
+freeze`, a print): its evidence lists them, at the first; a CUDA build seen in between makes a
+later CPU build a new one. It is resolved by a later torch-env probe that no longer shows a
+CPU build, or the step run again without it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "cpu-torch"
 ORDER = 30
+#: Judges a run by what came after it too: later looks at the same build join its evidence.
+LOOKS_AHEAD = True
 
 #: The exception line (not the `raise AssertionError("…")` source line of the traceback).
 NOT_COMPILED = re.compile(
@@ -112,51 +119,150 @@ def _printed_cpu(run: Run) -> tuple[list[Evidence], str | None]:
     return found, version
 
 
+#: A CUDA build of torch going out: pip's `Found existing installation: torch 2.10.0+cu128`,
+#: `Successfully uninstalled torch-2.10.0+cu128`, uv's ` - torch==2.10.0+cu128`.
+CUDA_OUT = re.compile(
+    r"(?:Found existing installation: torch |Uninstalling torch-|^[ \t]*- torch==)"
+    r"(?P<v>\d\S*\+cu\d+)",
+    re.M,
+)
+#: conda's virtual package of the driver (`conda info`: `virtual packages : __cuda=10.2=0`).
+CONDA_CUDA = re.compile(r"\b__cuda=(?P<v>\d+\.\d+)")
+#: Evidence lines one finding quotes at most (each look at the same CPU build adds its own).
+EVIDENCE_KEPT = 12
+
+
+def _cuda_build(run: Run) -> bool:
+    """Whether ``run`` shows a CUDA build of torch (its probe, or its snapshot after)."""
+    probed = rt.torch_env(run)
+    if probed:
+        torch = rt.torch_of(probed[0])
+        if torch.get("cuda") and "+cpu" not in str(rt.torch_version(probed[0]) or ""):
+            return True
+    entry = (run.after or {}).get("torch") or {}
+    version = str(entry.get("version") or "")
+    return "+cu" in version
+
+
+def _cuda_before(subject: Subject, run: Run) -> Evidence | None:
+    """What shows that the host held a CUDA build of torch before this CPU build, in this run
+    or an earlier one of the host: a snapshot, the installer's uninstall lines, conda's plan
+    (`…_cuda11.~ --> …cpu_py312…`, pytorch-mutex `cuda --> cpu`)."""
+    earlier = []
+    for other in subject.runs:
+        if other.host == run.host:
+            earlier.append(other)
+        if other is run:
+            break
+    for other in reversed(earlier):
+        change = other.diff.get("torch") if other.diff is not None else None
+        if change is not None and change.before and "+cu" in change.before:
+            text = f"package snapshots: torch {change.before} -> {change.after}"
+            return Evidence(text, None, other.event, other.key)
+        for _, line in other.grep(CUDA_OUT, "+cu", limit=1):
+            return line
+        for entry in conda_plan(other):
+            if entry.name in ("torch", "pytorch-mutex") and "cuda" in entry.before_build:
+                if "cpu" in entry.after_build:
+                    return entry.line
+    return None
+
+
+def _gpu_hint(subject: Subject, run: Run) -> tuple[str, list[Evidence]] | None:
+    """GPUs in sight: NVML or nvidia-smi (see journal.pitfalls._runtime.host_gpus), collect_env's
+    GPU models, or conda's `__cuda` virtual package (conda sees a driver)."""
+    gpus = rt.host_gpus(subject, run)
+    if gpus:
+        return gpus
+    for other in rt.host_runs(subject, run):
+        for fact in printed.facts(other):
+            value = str(fact.value or "").strip()
+            if fact.name == "gpu.models" and value.startswith("GPU "):
+                return value.split(":", 1)[-1].strip() or "a GPU", [fact.evidence]
+        for match, line in other.grep(CONDA_CUDA, "__cuda=", limit=1):
+            return f"a driver for CUDA {match.group('v')} (conda's __cuda)", [line]
+    return None
+
+
+def _no_gpu_probed(subject: Subject, run: Run) -> Evidence | None:
+    """A torch-env probe of the host whose NVML (or nvidia-smi) lists no GPU."""
+    for other in rt.host_runs(subject, run):
+        probed = rt.torch_env(other)
+        if probed and rt.nvml_devices(probed[0]) == [] and not rt.devices(probed[0]):
+            return rt.probe_fact(other, probed[1], "no GPU listed by NVML")
+    return None
+
+
 def detect(subject: Subject) -> Iterator[Finding]:
-    repeats = rt.Repeats()
+    looks: dict[str, dict] = {}  # host -> the CPU build it shows now: its first run, evidence
+    found: list[dict] = []
     for run in subject.runs:
         probed, probed_version = _cpu_probe(run)
-        if rt.torch_env(run) and not repeats.new(run, probed_version if probed else None):
-            probed, probed_version = [], None  # the previous probe of this host said so
         shown, shown_version = _cpu_lines(run)
         other, other_version = _printed_cpu(run)
         evidence = probed + unique([*shown, *other])
         if not evidence:
+            if _cuda_build(run):
+                looks.pop(run.host, None)  # a CUDA build in between: a later CPU one is new
             continue
         version = probed_version or shown_version or other_version
-        failed = any("not compiled with CUDA" in e.text for e in evidence)
-        what = f"torch {version}" if version else "torch"
-        gpus = rt.host_gpus(subject, run)
-        asked = _asked_for(subject, run)
-        asked_cuda = any(v.startswith("cu") for v in asked)
-        if not gpus and not asked_cuda and not probed and printed.no_gpu(subject, run):
-            continue  # no GPU in sight and nothing asked for CUDA: a CPU build is what fits
-        driver = rt.host_driver_cuda(subject, run)
-        wanted = rt.wheel_variant(driver) or "cu130"
-        advice = (
-            "install the CUDA build of torch: `pip install --force-reinstall torch "
-            f"--index-url {rt.index_url(wanted)}` (uv: `uv pip install --reinstall …`)"
-            + (f", the newest variant the driver's CUDA {rt.dotted(driver)} runs" if driver else "")
-            + ", and the torchvision/torchaudio of the same index; then check that "
-            "torch.version.cuda is not None (`journal run probe torch-env`)"
-        )
-        if "cpu" in asked and not asked_cuda:
-            severity = "info"
-            title = f"{what} is a CPU build, as an install on this host asked (`…/cpu`, `+cpu`)"
-        elif gpus:
-            severity = "error"
-            title = f"{what} is a CPU build, on a host with {gpus[0]}"
-            evidence += gpus[1]
-        elif asked_cuda:
-            severity = "warning"
-            title = f"{what} is a CPU build, though an install on this host asked for CUDA"
-        elif failed:
-            severity = "warning"
-            title = f"{what} is a CPU build, and the code asked for CUDA"
-        else:
-            severity = "info"
-            title = f"{what} is a CPU build (no GPU seen on this host)"
-        yield finding(ID, severity, title, advice, [*evidence], run)
+        now = looks.get(run.host)
+        if now is not None and (version is None or now["version"] in (None, version)):
+            now["evidence"] += evidence
+            now["version"] = now["version"] or version
+            continue
+        looks[run.host] = now = {"run": run, "version": version, "evidence": evidence}
+        found.append(now)
+    for look in found:
+        made = _finding(subject, look["run"], look["version"], look["evidence"])
+        if made is not None:
+            yield made
+
+
+def _finding(
+    subject: Subject, run: Run, version: str | None, evidence: list[Evidence]
+) -> Finding | None:
+    evidence = unique(evidence)[:EVIDENCE_KEPT]
+    what = f"torch {version}" if version else "torch"
+    gpus = _gpu_hint(subject, run)
+    asked = _asked_for(subject, run)
+    replaced = _cuda_before(subject, run)
+    asked_cuda = any(v.startswith("cu") for v in asked)
+    failed = any("not compiled with CUDA" in e.text for e in evidence)
+    if replaced is not None and not gpus:
+        title = f"{what} is a CPU build, where the host had a CUDA build before"
+        return finding(ID, "warning", title, _cuda_advice(subject, run), [*evidence, replaced], run)
+    if not (gpus or asked_cuda or failed) or ("cpu" in asked and not asked_cuda):
+        return None  # nothing asked for CUDA, or the CPU build was asked for: what fits
+    if gpus:
+        evidence += gpus[1]
+        title = f"{what} is a CPU build, on a host with {gpus[0]}"
+        return finding(ID, "error", title, _cuda_advice(subject, run), evidence, run)
+    none = _no_gpu_probed(subject, run) or printed.no_gpu(subject, run)
+    why = "an install on this host asked for CUDA" if asked_cuda else "the code asked for CUDA"
+    if none is None:
+        title = f"{what} is a CPU build, though {why}"
+        return finding(ID, "warning", title, _cuda_advice(subject, run), evidence, run)
+    title = f"{what} is a CPU build, though {why}, on a host with no GPU in sight"
+    advice = (
+        "a CUDA build could not use a GPU here: if this host should have GPUs, look at them "
+        "first (`nvidia-smi`, the driver: `journal run probe torch-env`); if it has none, ask "
+        "for the CPU build (`--index-url https://download.pytorch.org/whl/cpu`, or `+cpu` "
+        "pins) and keep the code off `.cuda()` here, so that what is asked matches what runs"
+    )
+    return finding(ID, "warning", title, advice, [*evidence, none], run)
+
+
+def _cuda_advice(subject: Subject, run: Run) -> str:
+    driver = rt.host_driver_cuda(subject, run)
+    wanted = rt.wheel_variant(driver) or "cu130"
+    return (
+        "install the CUDA build of torch: `pip install --force-reinstall torch "
+        f"--index-url {rt.index_url(wanted)}` (uv: `uv pip install --reinstall …`)"
+        + (f", the newest variant the driver's CUDA {rt.dotted(driver)} runs" if driver else "")
+        + ", and the torchvision/torchaudio of the same index; then check that "
+        "torch.version.cuda is not None (`journal run probe torch-env`)"
+    )
 
 
 #: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.

@@ -87,31 +87,109 @@ def probe(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     return f"the {wanted} probe {where} on {later.host} no longer shows it"
 
 
+def request_facts(req: Any) -> dict[str, Any]:
+    """What a finding about an install request keeps of it, for :func:`installed` to know the
+    same request again: its packages, their specs, its indexes and the variant it asks for."""
+    return {
+        "packages": sorted(req.names()),
+        "specs": {r.key: r.spec or "" for r in req.packages},
+        "indexes": sorted(_plain_url(u) for u in req.indexes),
+        "variant": req.variant,
+    }
+
+
+def _plain_url(url: str) -> str:
+    return url.strip().rstrip("/").lower()
+
+
+def same_request(found: Finding, later: Run) -> set[str]:
+    """The packages of ``found``'s request that an install in ``later``'s command asks for
+    again: the same package, from the same variant (an index of it, or a pin of it) or the same
+    index where the first named one, else with the same spec (the request repeated, with
+    ``--reinstall`` or ``--upgrade``). A pin to another version, or the same name from another
+    index, is another request: what it installs says nothing about the first."""
+    from journal.pitfalls.commands import install_requests, same_variant
+
+    asked = set(found.facts.get("packages") or [])
+    variant = found.facts.get("variant")
+    indexes = set(found.facts.get("indexes") or [])
+    specs: dict[str, str] = found.facts.get("specs") or {}
+    again: set[str] = set()
+    for req in install_requests(later.command):
+        names = asked & req.names()
+        if not names:
+            continue
+        theirs = {_plain_url(u) for u in req.indexes}
+        for r in req.packages:
+            if r.key not in names:
+                continue
+            if variant:
+                if same_variant(r.variant or req.index_variant, variant):
+                    again.add(r.key)
+            elif indexes:
+                if indexes & theirs:
+                    again.add(r.key)
+            elif (r.spec or "") == specs.get(r.key, "") and not theirs:
+                again.add(r.key)
+    return again
+
+
 def installed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
-    """A later install on the host put the packages asked for in place, in the variant asked
-    for, and neither a no-op nor a wrong variant was found about it."""
-    asked: list[str] = found.facts.get("packages") or []
-    if not asked or ids & {"noop-install", "variant-not-switched"}:
+    """A later install on the host of the same request (see :func:`same_request`) took: the
+    package snapshots show the packages it asked for again changed, in the variant asked for
+    (or, without snapshots, its torch-env probe shows torch in it), and neither a no-op nor a
+    wrong variant was found about it."""
+    if ids & {"noop-install", "variant-not-switched"} or later.status not in WENT_THROUGH:
         return None
-    if later.status not in WENT_THROUGH or later.after is None:
-        return None
-    diff = later.diff
-    moved = [n for n in asked if diff is not None and n in {k.lower() for k in diff.names()}]
-    if not moved:
+    again = same_request(found, later)
+    if not again:
         return None
     variant = found.facts.get("variant")
-    now = {n: (later.after.get(n) or {}).get("version") for n in moved}
-    if variant:
-        from journal.versions import local_variant
+    from journal.versions import local_variant
 
-        if not all(isinstance(v, str) and local_variant(v) == variant for v in now.values()):
+    def fits(version: Any) -> bool:
+        if not variant:
+            return True
+        from journal.pitfalls.commands import same_variant
+
+        return isinstance(version, str) and same_variant(local_variant(version), variant)
+
+    if later.after is not None:
+        diff = later.diff
+        changed = {k.lower() for k in diff.names()} if diff is not None else set()
+        moved = sorted(n for n in again if n in changed)
+        now = {n: (later.after.get(n) or {}).get("version") for n in moved}
+        if not moved or not all(fits(v) for v in now.values()):
             return None
-    was = later.before or {}
-    shown = ", ".join(
-        f"{n} {(was.get(n) or {}).get('version', '(new)')} -> {v}" for n, v in now.items()
-    )
+        was = later.before or {}
+        shown = ", ".join(
+            f"{n} {(was.get(n) or {}).get('version', '(new)')} -> {v}" for n, v in now.items()
+        )
+    else:
+        torch = (later.probe("torch-env") or {}).get("torch")
+        version = torch.get("version") if isinstance(torch, dict) else None
+        if not variant or "torch" not in again or not fits(version):
+            return None
+        shown = f"torch {version} (its torch-env probe)"
     what = f": the {variant} build asked for" if variant else ", as asked for"
-    return f"{later.step} on {later.host} installed {shown}{what}"
+    return f"{later.step} on {later.host} asked for it again and installed {shown}{what}"
+
+
+def rolled_back(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """A later `journal rollback` on the host reached its target set (no rollback-incomplete),
+    and that set was recorded before the finding's run: the packages before that run
+    (``before:STEP`` of it), or those of an earlier run. What the run changed is undone."""
+    target = later.rollback
+    if not target or "rollback-incomplete" in ids or not went_through(later):
+        return None
+    if later.after is None or found.run is None:
+        return None
+    own = target.get("run") == found.run and target.get("phase") == "before"
+    event = target.get("event")
+    earlier = isinstance(event, int) and found.seq is not None and event < found.seq
+    if not (own or (earlier and target.get("run") != found.run)):
+        return None
+    return f"the rollback on {later.host} to {target.get('to') or 'an earlier set'} reached it"
 
 
 def restored(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
@@ -169,7 +247,8 @@ def has_snapshot(later: Run) -> bool:
 # What a run must have for each rule to resolve anything: checked once per run and rule.
 rerun.needs = went_through  # type: ignore[attr-defined]
 probe.needs = has_probes  # type: ignore[attr-defined]
-installed.needs = has_snapshot  # type: ignore[attr-defined]
+installed.needs = lambda later: "install" in later.command  # type: ignore[attr-defined]
+rolled_back.needs = lambda later: bool(later.rollback)  # type: ignore[attr-defined]
 restored.needs = has_snapshot  # type: ignore[attr-defined]
 pip_check.needs = lambda later: "pip check" in later.command  # type: ignore[attr-defined]
 probed.needs = has_probes  # type: ignore[attr-defined]
@@ -178,6 +257,7 @@ RULES: dict[str, Rule] = {
     "rerun": rerun,
     "probe": probe,
     "installed": installed,
+    "rolled-back": rolled_back,
     "restored": restored,
     "pip-check": pip_check,
     "probed": probed,
@@ -252,6 +332,9 @@ def rules_of(module: Any) -> tuple[list[Rule], list[FigureRule]]:
     own = getattr(module, "resolves", None)
     if own is not None:
         runs.insert(0, own)
+    own_figure = getattr(module, "resolves_figure", None)
+    if own_figure is not None:
+        figures.insert(0, own_figure)
     return runs, figures
 
 

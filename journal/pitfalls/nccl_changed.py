@@ -12,7 +12,16 @@ torch.cuda.nccl.version())`, or a `>>>` session's answer), `NCCL version 2.28.9+
 banner of `NCCL_DEBUG=INFO`).
 The finding is about the step that changed it (the one that changed the `nvidia-nccl-*`
 package or torch between the two looks). It is a warning when `NCCL_*` tuning variables are
-set on that host, information otherwise.
+set on that host, information otherwise. A `journal rollback` that reached its target set puts
+back an NCCL recorded before, and is no new finding.
+
+It is resolved only by a figure that exercises NCCL on that host (the built-in `allreduce`,
+nccl-tests' bus or algorithm bandwidth, or a serving benchmark labelled with a parallelism
+above 1: `tp`, `dp`, `pp`, `ep`, `world_size`, `gpus`, e.g. `--label tp=8`) back within 5% of
+its baseline (the same series measured on the host before the change: its median where the
+benchmark printed repeated samples), by a rollback to a set recorded before the change, or by
+an acknowledgement. Without a baseline, only an acknowledgement closes it: a figure measured
+after the change alone cannot tell whether it fell.
 """
 
 from __future__ import annotations
@@ -20,9 +29,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from journal.pitfalls import _printed as printed
 from journal.pitfalls._bench import (
+    DISPLAY,
+    Figure,
+    figure_key,
+    figures,
     grep_lines,
     lines_with,
     per_subject,
@@ -31,13 +45,22 @@ from journal.pitfalls._bench import (
 )
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.pitfalls.commands import install_requests
+from journal.pitfalls.lifecycle import plain
+from journal.pitfalls.rollback_incomplete import reached
 
 ID = "nccl-changed"
 ORDER = 70
 #: Judges a run by what came after it too (the ledger revisits recent runs).
 LOOKS_AHEAD = True
-#: Resolved by a benchmark measured on the host after the change (the tuning re-evaluated).
-RESOLVED_BY = ("bench",)
+#: Resolved by an NCCL figure back at its baseline (``resolves_figure``) or a rollback.
+RESOLVED_BY = ("rolled-back",)
+#: How far an NCCL figure may stay from its baseline and still show the change harmless.
+THRESHOLD = 0.05
+#: Labels that say how many GPUs a serving benchmark spread over (NCCL between them when > 1).
+PARALLEL = frozenset(
+    {"tp", "tp_size", "tensor_parallel_size", "dp", "dp_size", "pp", "pp_size", "ep"}
+    | {"ep_size", "world_size", "gpus", "num_gpus", "ngpus", "nproc_per_node"}
+)
 
 #: `NCCL: (2, 28, 9)`, `nccl version = (2, 22, 3)`
 OUT_TUPLE = re.compile(
@@ -280,7 +303,11 @@ def detect(subject: Subject) -> Iterator[Finding]:
             last[run.host] = seen
             if before is None or before.version == seen.version:
                 continue
-            yield _finding(subject, before, seen, order)
+            found = _finding(subject, before, seen, order)
+            changer = next((r for r in subject.runs if r.key == found.run), None)
+            if changer is not None and reached(changer):
+                continue  # a rollback put back a set recorded before: judged when it was
+            yield found
 
 
 def _finding(subject: Subject, before: Seen, after: Seen, order: dict[int, int]) -> Finding:
@@ -328,7 +355,80 @@ def _finding(subject: Subject, before: Seen, after: Seen, order: dict[int, int])
             f"under {old}; read the NCCL release notes between the two versions"
         )
         severity = "info"
-    return finding(ID, severity, title, advice, _unique(evidence), changer)
+    baselines = _baselines(subject, changer)
+    if not baselines:
+        advice += (
+            "; no figure that exercises NCCL was recorded on this host before the change, so "
+            "none can show it harmless now: acknowledge this finding once you have measured"
+        )
+    return finding(ID, severity, title, advice, _unique(evidence), changer, baselines=baselines)
+
+
+def exercises_nccl(figure: Figure) -> bool:
+    """Whether a figure measured NCCL: the built-in allreduce, nccl-tests' bandwidths, or a
+    benchmark labelled with a parallelism above 1."""
+    name = figure.name.lower()
+    if "busbw" in name or "algbw" in name or "bus_bandwidth" in name:
+        return True
+    for key, value in figure.labels.items():
+        if str(key).lower() in PARALLEL:
+            try:
+                if int(str(value)) > 1:
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
+def _baselines(subject: Subject, changer: Run) -> list[list[Any]]:
+    """[series, baseline, direction] for each NCCL figure series measured on the changer's
+    host before it: the median of the latest run's samples of the series."""
+    from statistics import median
+
+    order = {run.key: i for i, run in enumerate(subject.runs)}
+    until = order.get(changer.key, len(order))
+    latest: dict[Any, tuple[int, list[Figure], str]] = {}
+    for figure, block in figures(subject):
+        if figure.host != changer.host or figure.invalid or (block and block.problems()):
+            continue
+        if figure.event is not None and changer.event is not None:
+            at, limit = figure.event, changer.event  # a recorded figure: by its event
+        else:
+            at, limit = order.get(figure.run or "", until), until  # pasted: its command's place
+        if at >= limit or not exercises_nccl(figure):
+            continue
+        key = figure_key(figure)
+        have = latest.get(key)
+        run = figure.run or str(at)
+        if have is None or (have[0] < at and have[2] != run):
+            latest[key] = (at, [figure], run)
+        elif have[2] == run:
+            have[1].append(figure)
+    out = []
+    for key, (_, samples, _run) in latest.items():
+        out.append([plain(key), median(f.value for f in samples), samples[0].direction])
+    return out
+
+
+def resolves_figure(found: Finding, figure: Figure) -> str | None:
+    """A figure exercising NCCL on the host, of a series measured before the change, back
+    within 5% of that baseline (no lower for a bandwidth, no higher for a latency)."""
+    if not exercises_nccl(figure):
+        return None
+    key = plain(figure_key(figure))
+    for series, baseline, direction in found.facts.get("baselines") or []:
+        if series != key or not baseline:
+            continue
+        change = (figure.value - baseline) / baseline
+        if (change < -THRESHOLD) if direction != "lower" else (change > THRESHOLD):
+            return None
+        unit = f" {figure.unit}" if figure.unit else ""
+        shown = DISPLAY.get(figure.name, figure.name)
+        return (
+            f"{shown} under the new NCCL was {figure.value:,.2f}{unit}, {change:+.1%} against "
+            f"its baseline of {baseline:,.2f}{unit} before the change"
+        )
+    return None
 
 
 def _unique(evidence: list[Evidence]) -> list[Evidence]:

@@ -18,10 +18,12 @@ from collections.abc import Iterator
 
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.pitfalls.commands import InstallRequest, install_requests
+from journal.pitfalls.lifecycle import request_facts
 
 ID = "noop-install"
 ORDER = 10
-#: Resolved by a later install on the host that put the packages asked for in place.
+#: Resolved by a later install on the host of the same request that took (``installed``): a
+#: pin to another version, or an install from another index, asked for something else.
 RESOLVED_BY = ("installed",)
 
 UV_NOOP = re.compile(r"^\s*(?:Audited|Checked) \d+ packages? in ", re.M)
@@ -100,6 +102,5 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 _advice(req, run),
                 [run.command_evidence(), *evidence],
                 run,
-                packages=sorted(req.names()),
-                variant=req.variant,
+                **request_facts(req),
             )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from journal.pitfalls.base import Evidence, Finding, Subject, finding
+from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.projections.packages import normalize
 from journal.versions import parse_version
 
@@ -53,6 +53,18 @@ def differences(target: Mapping[str, str], after: Mapping[str, Any]) -> list[str
         elif have[1] != version and parse_version(have[1]) != parse_version(version):
             out.append(f"{have[0]} {have[1]} (the target: {version})")
     return out
+
+
+def reached(run: Run) -> bool:
+    """Whether ``run`` is a rollback whose snapshot after it shows its target set: the env is
+    back at a set recorded before (what its changes brought back was judged back then)."""
+    target = run.rollback or {}
+    packages = target.get("packages")
+    return (
+        isinstance(packages, Mapping)
+        and run.after is not None
+        and not differences(packages, run.after)
+    )
 
 
 def detect(subject: Subject) -> Iterator[Finding]:

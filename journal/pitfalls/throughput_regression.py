@@ -10,12 +10,16 @@ with the same name and labels. Which way is worse is the metric's direction
 (`journal.projections.metrics.direction`, as on the throughput page): a fall of a figure
 better higher (throughputs, bandwidths, the speculative-decoding `accept_length`), a rise of
 one better lower (TTFT, ITL, TPOT, E2E latency); a count (`successful_requests`) is neither and
-never fires. A change of more than 5% is a warning, of more than 20% an error. Repeated
-samples (the figures of one series that one benchmark run printed, as the demo's CPU
-benchmark does) are compared as a whole, median against median, and a change within their
-spread is noise (`is_noise`, the throughput page's own test). Figures of a benchmark that
-failed requests or returned wrong values (`bench-invalid`) are neither judged nor used as a
-baseline.
+never fires. The figures of a series form sets: the repeated samples one benchmark run printed
+in one phase (as the demo's CPU benchmark prints five), or one figure; separate runs are
+separate sets, however close. Each set is compared with the set before it by the one verdict
+every surface shows (`journal.projections.verdict.judge`: median against median), and the
+finding fires exactly where that verdict is `worse`: the change is more than 5% of the earlier
+median and, with repeated samples, the two sets' min–max ranges do not overlap. A benchmark
+labelled `control` (it measures the machine, not the stack: a pure-Python loop) never fires:
+its changes are the machine's. A fall of more than 20% is an error, else a warning. Figures of
+a benchmark that failed requests or returned wrong values (`bench-invalid`) are neither judged
+nor used as a baseline.
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ from journal.pitfalls._bench import (
     run_name,
 )
 from journal.pitfalls.base import Evidence, Finding, Subject, finding
-from journal.projections.metrics import NOISE_PERCENT, headline_rank, is_noise
+from journal.projections.metrics import headline_rank
+from journal.projections.verdict import (
+    NOISE_PERCENT,
+    Verdict,
+    is_control,
+    judge_sets,
+    sets,
+)
 
 ID = "throughput-regression"
 ORDER = 80
@@ -71,33 +82,31 @@ def detect(subject: Subject) -> Iterator[Finding]:
         if f.invalid or (block is not None and _untrusted(block)):
             continue
         trusted.append(f)
-    series: dict[tuple, list[list[Figure]]] = {}
+    series: dict[tuple, list[Figure]] = {}
     for f in trusted:
-        groups = series.setdefault(figure_key(f), [])
-        if groups and _repeated(groups[-1][-1], f):
-            groups[-1].append(f)
-        else:
-            groups.append([f])
-    worse: dict[tuple, list[tuple[Figure, Figure, float, Figure]]] = {}
-    for groups in series.values():
+        series.setdefault(figure_key(f), []).append(f)
+    worse: dict[tuple, list[tuple[Figure, Figure, float, Figure, Verdict]]] = {}
+    for figures_ in series.values():
+        groups = sets(figures_)
         for earlier, later in zip(groups, groups[1:], strict=False):
-            before, after = _median(earlier), _median(later)
-            if before.value <= 0:
+            # the one verdict every surface shows: a regression exactly where it says worse
+            last = later[-1]
+            judged = judge_sets(earlier, later, last.direction, is_control(last.labels))
+            if judged.verdict != "worse" or judged.before <= 0:
                 continue
-            change = (after.value - before.value) / before.value
-            bad = change if after.direction == "lower" else -change
-            if bad > THRESHOLD and not is_noise(earlier, later):
-                last = later[-1]
-                group = (last.run, last.host, last.labels.get("summary"))
-                group += (last.event if last.run is None else None,)
-                worse.setdefault(group, []).append((before, after, change, last))
+            change = judged.delta / judged.before
+            group = (last.run, last.host, last.labels.get("summary"))
+            group += (last.event if last.run is None else None,)
+            worse.setdefault(group, []).append(
+                (_middle(earlier), _middle(later), change, last, judged)
+            )
     place = {id(f): index for index, f in enumerate(trusted)}
     ordered = sorted(worse.items(), key=lambda item: min(place[id(p[3])] for p in item[1]))
     for (run_key, host, _, _), pairs in ordered:
         # The headline figure first; past those, figures better higher (accept_length) before
         # latencies, and the larger change first.
         pairs.sort(key=lambda p: (headline_rank(p[1].name), p[1].direction != "higher", -abs(p[2])))
-        before, after, change, last = pairs[0]
+        before, after, change, last, judged = pairs[0]
         run = runs.get(run_key) if run_key else None
         was = runs.get(before.run) if before.run else None
         name = DISPLAY.get(after.name, after.name)
@@ -114,12 +123,17 @@ def detect(subject: Subject) -> Iterator[Finding]:
             else ""
         )
         verb = "rose" if after.direction == "lower" else "fell"
+        medians = (
+            f" (medians of {judged.before_count} and {judged.after_count} samples)"
+            if judged.repeated
+            else ""
+        )
         title = (
-            f"{name} {verb} {abs(change):.1%}: {_value(before.value)} → {_value(after.value)}"
-            f"{unit}{where}{more}"
+            f"{name} {verb} {abs(change):.1%}: {_value(judged.before)} → {_value(judged.after)}"
+            f"{unit}{medians}{where}{more}"
         )
         evidence: list[Evidence] = []
-        for b, a, _, _ in pairs[:4]:
+        for b, a, _, _, _ in pairs[:4]:
             evidence.append(_evidence(b, "before"))
             evidence.append(_evidence(a, "after"))
         if was and run:
@@ -143,8 +157,8 @@ def detect(subject: Subject) -> Iterator[Finding]:
             evidence,
             run,
             series=figure_key(after),
-            reference=before.value,
-            fallen=after.value,
+            reference=judged.before,
+            fallen=judged.after,
             threshold=THRESHOLD,
         )
         found = replace(found, seq=last.event if last.event is not None else found.seq)
@@ -157,16 +171,7 @@ def _untrusted(block: Block) -> bool:
     return bool(block.problems())
 
 
-def _median(group: list[Figure]) -> Figure:
-    """The figure that stands for repeated samples: the median one (the lower of the middle
-    two), the figure itself when single."""
+def _middle(group: list[Figure]) -> Figure:
+    """The sample whose line the evidence shows for a set: the median one (the lower of the
+    middle two), the figure itself when single. The title says the sets' true medians."""
     return sorted(group, key=lambda f: f.value)[(len(group) - 1) // 2]
-
-
-def _repeated(a: Figure, b: Figure) -> bool:
-    """Whether a later figure of a series is a repeated sample of an earlier one: both printed
-    by one benchmark run (the same run, so the same phase and no step run between them, as
-    :func:`journal.projections.metrics.repeat_groups` groups the throughput page's samples).
-    Separate runs of a benchmark are compared one by one, however close: a fall between two
-    of them still warns, its advice to run the benchmark again."""
-    return a.run is not None and a.run == b.run and a.labels.get("phase") == b.labels.get("phase")

@@ -26,12 +26,15 @@ from journal.pitfalls.commands import (
     install_requests,
     same_variant,
 )
+from journal.pitfalls.lifecycle import request_facts
 
 ID = "variant-not-switched"
 ORDER = 11
 #: Judges a run by what came after it too (the ledger revisits recent runs).
 LOOKS_AHEAD = True
-#: Resolved by a later install (or probe) showing the variant asked for.
+#: Resolved by a later install on the host of the same request (the same package from the same
+#: variant's index, or pinned to it) that took: its snapshot, or its torch-env probe, shows the
+#: variant. A probe on its own, or an install of another request, is no such evidence.
 RESOLVED_BY = ("installed",)
 
 VERSION_WITH_VARIANT = re.compile(
@@ -183,22 +186,5 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 f"+{variant}" + (f" and torch.version.cuda is {cuda}" if cuda else ""),
                 [run.command_evidence(), *evidence],
                 run,
-                packages=sorted(req.names()),
-                variant=variant,
+                **{**request_facts(req), "variant": variant},
             )
-
-
-def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
-    """A later torch-env probe on the host shows torch in the variant asked for."""
-    variant = found.facts.get("variant")
-    torch = (later.probe("torch-env") or {}).get("torch", {})
-    version = torch.get("version") if isinstance(torch, dict) else None
-    if not variant or not isinstance(version, str) or _local(version) != variant:
-        return None
-    if "variant-not-switched" in ids:
-        return None
-    where = "on its own" if later.key.startswith("probe-") else f"after {later.step}"
-    return f"the torch-env probe {where} on {later.host} shows torch {version}"
-
-
-resolves.needs = lambda later: "torch-env" in later.probes  # type: ignore[attr-defined]

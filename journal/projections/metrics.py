@@ -2,19 +2,22 @@
 
 A series is one metric of one workload on one host: the figures of the same ``name``, host
 and labels, the ``phase`` label aside (``phase=before`` and ``phase=after`` are the same
-workload measured at two times). Consecutive figures of a series are paired; a pair says
-what lies between them: another ``phase``, or the step runs done on that host in between
-(``steps``), or nothing (``repeat``: the benchmark run again). Figures that cannot be trusted
-(``invalid``) are shown but never paired.
+workload measured at two times). Its trusted figures form sets (the repeated samples one
+benchmark run printed, or one figure: :func:`journal.projections.verdict.sets`); consecutive
+sets are paired and judged by the one verdict (:func:`journal.projections.verdict.judge`,
+median against median). A pair says what lies between them: another ``phase``, or the step
+runs done on that host in between (``steps``), or nothing (``repeat``: the benchmark run
+again). Figures that cannot be trusted (``invalid``) are shown but never paired.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from journal.projections.timeline import MetricView, StepRunView, Timeline
+from journal.projections.verdict import Verdict, is_control, judge_sets, sets
 
 #: The figures an upgrade is judged by first, in this order (the seed's: output tokens/s).
 HEADLINE = (
@@ -34,8 +37,9 @@ def headline_rank(name: str) -> int:
     return HEADLINE.index(name) if name in HEADLINE else len(HEADLINE)
 
 
-#: Labels that do not make a workload: when (phase) and where (host, a column of its own).
-NOT_IDENTITY = frozenset({"phase", "host"})
+#: Labels that do not make a workload: when (phase), where (host, a column of its own) and
+#: what it ran on (`nccl`, the version the built-in allreduce reports: the upgrade changes it).
+NOT_IDENTITY = frozenset({"phase", "host", "nccl"})
 
 
 def higher_is_better(name: str, unit: str | None) -> bool:
@@ -81,15 +85,6 @@ HIGHER_WORDS = ("accept", "hit_rate", "speedup", "goodput")
 #: Words of a name, and units, that say it is a time: better lower.
 LOWER_WORDS = ("latency", "duration", "ttft", "itl", "tpot", "e2e", "elapsed", "time")
 TIME_UNITS = frozenset({"ns", "us", "µs", "ms", "s", "sec", "min", "h"})
-
-#: A change smaller than this (in percent of the earlier figure) between two single figures
-#: is called noise: one run of a benchmark is not precise to better than a few percent.
-NOISE_PERCENT = 5.0
-
-
-#: How a line of text says a change's :attr:`Change.verdict` after its percentage (the CLI's
-#: figure lines, the story): a change within the noise is neither a gain nor a loss.
-VERDICT_WORDS = {"better": ", better", "worse": ", worse", "noise": ", within noise"}
 
 
 def direction(name: str, unit: str | None) -> str:
@@ -158,37 +153,60 @@ class Series:
 
 @dataclass(frozen=True)
 class Change:
-    """Two consecutive trusted figures of a series and what lies between them."""
+    """Two consecutive sets of trusted figures of a series (:func:`sample_sets`: the repeated
+    samples of one benchmark run, or one figure) and what lies between them, with the one
+    verdict on the change (:func:`journal.projections.verdict.judge`): ``before`` and
+    ``after`` are the sets' medians."""
 
-    before: MetricView
-    after: MetricView
+    before_set: tuple[MetricView, ...]
+    after_set: tuple[MetricView, ...]
     basis: str  # "phase", "steps" or "repeat"
-    steps: tuple[str, ...] = ()
-    higher_is_better: bool = True
-    #: ``higher``, ``lower`` or ``count``: how :attr:`verdict` reads the change.
-    direction: str = "higher"
-    #: Whether the change is within the noise: within the spread of repeated figures, or
-    #: (both figures single) within :data:`NOISE_PERCENT`.
-    noise: bool = False
-    #: The repeated figures (same phase, no step between) each side belongs to.
-    before_group: tuple[MetricView, ...] = ()
-    after_group: tuple[MetricView, ...] = ()
+    steps: tuple[str, ...]
+    higher_is_better: bool
+    judged: Verdict
+
+    @property
+    def before(self) -> float:
+        """The median of the earlier set."""
+        return self.judged.before
+
+    @property
+    def after(self) -> float:
+        """The median of the later set."""
+        return self.judged.after
+
+    @property
+    def first(self) -> MetricView:
+        """The earlier set's last figure: its time, run and phase stand for the set."""
+        return self.before_set[-1]
+
+    @property
+    def last(self) -> MetricView:
+        """The later set's last figure."""
+        return self.after_set[-1]
+
+    @property
+    def unit(self) -> str | None:
+        return self.last.unit
+
+    @property
+    def direction(self) -> str:
+        """``higher``, ``lower`` or ``count``: how :attr:`verdict` reads the change."""
+        return self.judged.direction
 
     @property
     def delta(self) -> float:
-        return self.after.value - self.before.value
+        return self.judged.delta
 
     @property
     def percent(self) -> float | None:
-        """The change in percent of the earlier figure (None when that is 0)."""
-        if self.before.value == 0:
-            return None
-        return self.delta / abs(self.before.value) * 100.0
+        """The change in percent of the earlier median (None when that is 0)."""
+        return self.judged.percent
 
     @property
     def better(self) -> bool | None:
-        """Whether the later figure is the better one (None when equal), by the metric's
-        :func:`direction` (a count, which has none, reads as before: better lower)."""
+        """Whether the later median is the better one (None when equal), by the metric's
+        :func:`direction` alone (a count, which has none, reads as before: better lower)."""
         if self.delta == 0:
             return None
         higher = self.direction == "higher" if self.direction != "count" else self.higher_is_better
@@ -196,34 +214,20 @@ class Change:
 
     @property
     def verdict(self) -> str:
-        """``better``, ``worse``, ``noise`` (within the spread or the noise threshold),
-        ``same`` (equal figures) or ``count`` (a count is neither better nor worse)."""
-        if self.direction == "count":
-            return "count"
-        if self.delta == 0:
-            return "same"
-        if self.noise:
-            return "noise"
-        return "better" if (self.delta > 0) == (self.direction == "higher") else "worse"
+        """``better``, ``worse``, ``noise``, ``same`` or ``count``: :func:`judge`'s answer."""
+        return self.judged.verdict
 
     @property
     def between(self) -> str:
-        """What lies between the two figures, for a table: ``phase before → after``, the steps
+        """What lies between the two sets, for a table: ``phase before → after``, the steps
         run in between, or ``run again``."""
         if self.basis == "phase":
-            return f"phase {self.before.phase or '—'} → {self.after.phase or '—'}"
+            return f"phase {self.first.phase or '—'} → {self.after_set[0].phase or '—'}"
         if self.basis == "steps":
             shown = ", ".join(self.steps[:4])
             more = len(self.steps) - 4
             return shown + (f" and {more} more" if more > 0 else "")
         return "run again"
-
-
-def percent_change(before: float, after: float) -> float | None:
-    """``(after - before) / before`` in percent: 90 → 54.1 is −39.9, 54.1 → 96.1 is +77.6."""
-    if before == 0:
-        return None
-    return (after - before) / abs(before) * 100.0
 
 
 def all_series(timeline: Timeline) -> list[Series]:
@@ -268,85 +272,40 @@ def _between(
     return "repeat", between
 
 
-def repeat_groups(series: Series, steps: list[StepRunView]) -> list[list[MetricView]]:
-    """The trusted figures of ``series`` in runs of repeated samples: consecutive figures of
-    the same phase with no step run between them (the benchmark run again) form one group,
-    whose min–max is the spread of the measurement."""
-    groups: list[list[MetricView]] = []
-    for point in _trusted(series):
-        if groups and _between(series, groups[-1][-1], point, steps)[0] == "repeat":
-            groups[-1].append(point)
-        else:
-            groups.append([point])
-    return groups
-
-
-class Sample(Protocol):
-    """A measured figure: a :class:`MetricView` here, a detector's ``Figure``."""
-
-    @property
-    def value(self) -> float: ...
-
-
-def is_noise(before: Sequence[Sample], after: Sequence[Sample]) -> bool:
-    """Whether a change from the ``before`` samples to the ``after`` ones is noise: with a
-    repeated side, when the two min–max ranges overlap (the change is within the spread);
-    with a single figure each side, when it is within :data:`NOISE_PERCENT` of the earlier.
-    The throughput page and the throughput_regression detector both decide noise here."""
-    if before is after:
-        return True
-    if len(before) > 1 or len(after) > 1:
-        lo_b, hi_b = min(p.value for p in before), max(p.value for p in before)
-        lo_a, hi_a = min(p.value for p in after), max(p.value for p in after)
-        return lo_a <= hi_b and lo_b <= hi_a
-    percent = percent_change(before[0].value, after[0].value)
-    if percent is None:
-        return before[0].value == after[0].value
-    return abs(percent) <= NOISE_PERCENT
+def sample_sets(series: Series) -> list[list[MetricView]]:
+    """The trusted figures of ``series`` as sets: the repeated samples one benchmark run
+    printed (same run, same phase), or a figure on its own (:func:`verdict.sets`, the
+    detector's sets too); the min–max of a set is the spread of the measurement."""
+    return sets(_trusted(series))
 
 
 def pair(
     series: Series,
-    before: MetricView,
-    after: MetricView,
+    before: Sequence[MetricView],
+    after: Sequence[MetricView],
     steps: list[StepRunView],
-    groups: list[list[MetricView]] | None = None,
 ) -> Change:
-    """Two figures of ``series`` and what lies between them (a phase, steps, or nothing),
-    with whether the change is noise (see :func:`is_noise`)."""
-    basis, between = _between(series, before, after, steps)
-    groups = repeat_groups(series, steps) if groups is None else groups
-    side_b = next((g for g in groups if any(p is before for p in g)), [before])
-    side_a = next((g for g in groups if any(p is after for p in g)), [after])
-    return Change(
-        before,
-        after,
-        basis,
-        between,
-        series.higher_is_better,
-        series.direction,
-        is_noise(side_b, side_a),
-        tuple(side_b),
-        tuple(side_a),
-    )
+    """Two sets of figures of ``series``, what lies between them (a phase, steps, or nothing)
+    and the verdict on the change (:func:`journal.projections.verdict.judge`)."""
+    basis, between = _between(series, before[-1], after[0], steps)
+    judged = judge_sets(before, after, series.direction, is_control(series.labels))
+    return Change(tuple(before), tuple(after), basis, between, series.higher_is_better, judged)
 
 
 def changes(series: Series, steps: list[StepRunView]) -> list[Change]:
-    """The consecutive trusted figures of ``series``, paired."""
-    trusted = _trusted(series)
-    groups = repeat_groups(series, steps)
-    return [pair(series, a, b, steps, groups) for a, b in zip(trusted, trusted[1:], strict=False)]
+    """The consecutive sets of ``series``, paired: one change per set, never one per sample."""
+    found = sample_sets(series)
+    return [pair(series, a, b, steps) for a, b in zip(found, found[1:], strict=False)]
 
 
 def before_after(series: Series, steps: list[StepRunView]) -> Change | None:
-    """The series' figure before the upgrade against its latest: the first trusted figure (the
-    last labelled ``phase=before`` where there are such) against the last one."""
-    trusted = _trusted(series)
-    if len(trusted) < 2:
+    """The series' set before the upgrade against its latest: the first set (the one holding
+    the last figure labelled ``phase=before`` where there are such) against the last one."""
+    found = sample_sets(series)
+    if len(found) < 2:
         return None
-    labelled = [p for p in trusted if p.phase == "before"]
-    first = labelled[-1] if labelled else trusted[0]
-    last = trusted[-1]
-    if last.seq <= first.seq:
+    labelled = [i for i, s in enumerate(found) if any(p.phase == "before" for p in s)]
+    first = labelled[-1] if labelled else 0
+    if first == len(found) - 1:
         return None
-    return pair(series, first, last, steps)
+    return pair(series, found[first], found[-1], steps)

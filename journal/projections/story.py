@@ -12,10 +12,11 @@ the postmortem's summary, so all four tell the same story.
   vllm, nccl) whose
   version differs between the first package snapshot and the latest, with the number of other
   packages that moved.
-- **Headline**: the preferred rate series (output tokens/s first) with at least two trusted
-  figures: its first, its worst and its last figure, and the change first → last with its
-  verdict (``better``, ``worse``, ``noise``, ``same``: :attr:`Change.verdict`, the throughput
-  page's own), so that +2.6% between two single figures reads as noise, not as a gain.
+- **Headline**: the preferred rate series (output tokens/s first) with at least two sets of
+  trusted figures (a set: the repeated samples of one benchmark run, or one figure): its
+  first, its worst and its last set (each its median), and the change first → last with its
+  verdict (``better``, ``worse``, ``noise``, ``same``: :func:`journal.projections.verdict.judge`,
+  the one every surface shows), so that +2.6% between two single figures reads as noise.
 - **Findings**: how many are open (by severity), acknowledged and resolved.
 """
 
@@ -28,16 +29,16 @@ from journal.pitfalls._bench import DISPLAY
 from journal.pitfalls.base import Finding, Tally
 from journal.projections.drift.readings import key_package
 from journal.projections.metrics import (
-    VERDICT_WORDS,
     all_series,
+    before_after,
     change_steps,
+    changes,
     headline_rank,
-    pair,
-    percent_change,
 )
 from journal.projections.packages import normalize
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
 from journal.projections.unread import Unread, of_probe, of_run, texts
+from journal.projections.verdict import VERDICT_WORDS, percent_change
 
 #: The probes that read the stack: torch-env, and what an imported transcript printed of it
 #: (recorded as a ``transcript`` reading of the same shape).
@@ -85,7 +86,7 @@ class HostStory:
 
 @dataclass(frozen=True)
 class Headline:
-    """The headline series: first, worst and last trusted figure."""
+    """The headline series: its first, worst and last set of trusted figures (medians)."""
 
     title: str
     display: str  # the metric as people say it, with its benchmark: "Output tok/s (bench_serving)"
@@ -266,16 +267,19 @@ def _host_stories(timeline: Timeline) -> list[HostStory]:
 def _headline(timeline: Timeline) -> Headline | None:
     found = all_series(timeline)
     order = {id(s): i for i, s in enumerate(found)}
+    steps = change_steps(timeline)
     for series in sorted(
         (s for s in found if s.higher_is_better),
         key=lambda s: (headline_rank(s.name), order[id(s)]),
     ):
-        trusted = [p for p in series.points if p.invalid is None and p.value == p.value]
-        if len(trusted) < 2:
+        # judged as every surface judges it (journal.projections.verdict.judge): the set
+        # before the upgrade against the latest, median against median
+        overall = before_after(series, steps)
+        if overall is None:
             continue
-        values = [p.value for p in trusted]
-        # judged as the throughput page judges it: within the noise is neither gain nor loss
-        change = pair(series, trusted[0], trusted[-1], change_steps(timeline))
+        # the medians of the sets from the one before the upgrade on
+        later = [c.after for c in changes(series, steps) if c.first.seq >= overall.first.seq]
+        medians = [overall.before, *later]
         what = series.labels.get("benchmark")
         display = DISPLAY.get(series.name, series.name) + (f" ({what})" if what else "")
         return Headline(
@@ -284,11 +288,11 @@ def _headline(timeline: Timeline) -> Headline | None:
             metric=series.name,
             host=series.host,
             unit=series.unit,
-            first=values[0],
-            worst=min(values),
-            last=values[-1],
+            first=overall.before,
+            worst=min(medians),
+            last=overall.after,
             higher_is_better=True,
-            verdict=change.verdict,
+            verdict=overall.verdict,
         )
     return None
 

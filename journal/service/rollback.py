@@ -74,6 +74,8 @@ class Target:
     phase: str
     started: str
     entries: dict[str, dict[str, Any]]
+    #: the event the target run started at (findings of runs after it are undone with it)
+    seq: int | None = None
 
     @property
     def packages(self) -> dict[str, str]:
@@ -215,6 +217,7 @@ class HostPlan:
             "to": target.to,
             "run": target.run,
             "phase": target.phase,
+            "event": target.seq,
             "packages": target.packages,
         }
 
@@ -349,7 +352,7 @@ def _target(run: StepRunView, to: str, phase: str, runbook: Runbook) -> Target:
             f"{phase} it: {_no_snapshot(run, phase, runbook)}; roll back to another run or step"
         )
     entries = {normalize(k): dict(v) for k, v in snapshot.items() if isinstance(v, dict)}
-    return Target(run.host, to, run.run_id, run.step, phase, run.started, entries)
+    return Target(run.host, to, run.run_id, run.step, phase, run.started, entries, run.seq)
 
 
 def _no_snapshot(run: StepRunView, phase: str, runbook: Runbook) -> str:

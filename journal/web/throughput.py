@@ -2,10 +2,13 @@
 (the same SVG as the postmortem's), and every figure with where it came from.
 
 A series (one metric of one workload on one host, see :mod:`journal.projections.metrics`) is
-a row comparing its first trusted figure (the last one labelled ``phase=before`` where there
-is one) with its latest; when more than one change led there, a row per change follows, each
-saying what lay between its two figures (the steps run on that host, another phase, or a
-plain repeat). Asked by htmx, the page answers with that table only.
+a row comparing its first set of figures (the one holding the last figure labelled
+``phase=before`` where there is one) with its latest, median against median with each side's
+spread (a set: the repeated samples of one benchmark run, or one figure); when more than one
+change led there, a row per change of set follows, each saying what lay between (the steps run
+on that host, another phase, or a plain repeat). Each row's verdict is the one every surface
+shows (:func:`journal.projections.verdict.judge`). Asked by htmx, the page answers with that
+table only.
 """
 
 from __future__ import annotations
@@ -16,16 +19,17 @@ from flask import Blueprint, current_app, render_template, url_for
 
 from journal.export.chart import Chart, charts_of, number, rates_first, signed, signed_percent
 from journal.projections.metrics import (
-    NOISE_PERCENT,
     Change,
     Series,
     all_series,
     before_after,
     change_steps,
     higher_is_better,
+    sample_sets,
 )
 from journal.projections.metrics import changes as changes_of
 from journal.projections.timeline import MetricView, Timeline
+from journal.projections.verdict import NOISE_PERCENT, judge_sets
 from journal.web.output import page_of
 from journal.web.state import journal_or_404
 from journal.web.templating import wants_fragment
@@ -71,21 +75,30 @@ class ChangeRow:
     @property
     def verdict(self) -> str:
         """``better``, ``worse``, ``noise`` or ``same``: the colour of the change (see
-        :attr:`Change.verdict`)."""
+        :func:`journal.projections.verdict.judge`)."""
         return self.change.verdict if self.change else "same"
 
     @property
     def spread(self) -> tuple[tuple[float, float, int] | None, tuple[float, float, int] | None]:
-        """The min, max and count of the repeated figures each side of the change (None for a
+        """The min, max and count of the repeated samples each side of the change (None for a
         single figure)."""
-        if self.change is None or self.change.before_group == self.change.after_group:
-            return None, None  # no change, or a change within one run of repeats
+        if self.change is None:
+            return None, None
+        v = self.change.judged
+        return (
+            (v.before_low, v.before_high, v.before_count) if v.before_count > 1 else None,
+            (v.after_low, v.after_high, v.after_count) if v.after_count > 1 else None,
+        )
 
-        def of(group: tuple[MetricView, ...]) -> tuple[float, float, int] | None:
-            values = [p.value for p in group]
-            return (min(values), max(values), len(values)) if len(values) > 1 else None
-
-        return of(self.change.before_group), of(self.change.after_group)
+    @property
+    def only(self) -> tuple[float, float, float, int] | None:
+        """For a series of one set of figures (nothing to compare yet): its median, min, max
+        and count, as a change's side is shown; None when it has no trusted figure."""
+        found = sample_sets(self.series)
+        if self.change is not None or not found:
+            return None
+        v = judge_sets(found[-1], found[-1], self.series.direction)
+        return v.after, v.after_low, v.after_high, v.after_count
 
     @property
     def untrusted(self) -> int:
@@ -107,9 +120,9 @@ def change_rows(timeline: Timeline) -> list[ChangeRow]:
         if overall is None:
             continue
         along = changes_of(series, steps)
-        same = len(along) == 1 and (along[0].before.seq, along[0].after.seq) == (
-            overall.before.seq,
-            overall.after.seq,
+        same = len(along) == 1 and (along[0].before_set, along[0].after_set) == (
+            overall.before_set,
+            overall.after_set,
         )
         if not same:
             rows.extend(ChangeRow(series, change, False) for change in along)

@@ -4,7 +4,10 @@ A run prints a header naming its columns (``size count type redop root`` then ``
 busbw #wrong`` out-of-place and the same in-place; newer versions add per-iteration columns,
 older ones have no ``root`` and an ``error`` column), one row per size, and a footer:
 ``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth    : 232.167``. The columns are
-found from the header, so every layout reads the same.
+found from the header, so every layout reads the same. The oldest releases (before 2.0) print
+the header, the table and the footer without the ``#`` (`` Out of bounds values : 2 FAILED``,
+`` Avg bus bandwidth    : 128.942``), and an ``mpirun`` puts ``[1,0]<stdout>:`` in front of
+every line: both read as the ``#`` layout does.
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ import re
 
 from journal.benchmarks.parsers._text import NUMBER, Group, Problem, Text, number
 
-NCCL_BUSBW = re.compile(r"^[ \t]*#[ \t]*Avg bus bandwidth[ \t]*:[ \t]*" + NUMBER, re.M)
-NCCL_OOB = re.compile(
-    r"^[ \t]*#[ \t]*Out of bounds values[ \t]*:[ \t]*(\d+)[ \t]+(OK|FAILED)", re.M
-)
-
 #: `[1,0]<stdout>:` in front of each line of an mpirun.
 MPI_PREFIX = re.compile(r"^\[[\d,]+\]<std(?:out|err)>:")
-#: The footer lines, `#` optional (nccl-tests before 2.10 printed none).
+#: The footer lines anywhere in an output, `#` optional (the oldest releases printed none),
+#: under an mpirun's prefix or not: what the pitfall detectors read a transcript's runs with.
+_FOOTER = r"^(?:\[[\d,]+\]<std(?:out|err)>:)?[ \t]*#?[ \t]*"
+NCCL_BUSBW = re.compile(_FOOTER + r"Avg bus bandwidth[ \t]*:[ \t]*" + NUMBER, re.M)
+NCCL_OOB = re.compile(_FOOTER + r"Out of bounds values[ \t]*:[ \t]*(\d+)[ \t]+(OK|FAILED)", re.M)
+#: The footer lines of a line without its mpirun prefix, `#` optional.
 OOB = re.compile(r"^[ \t]*#?[ \t]*Out of bounds values[ \t]*:[ \t]*(\d+)[ \t]+(OK|FAILED)")
 AVG = re.compile(r"^[ \t]*#?[ \t]*Avg bus bandwidth[ \t]*:[ \t]*" + NUMBER + r"[ \t]*(FAILED|OK)?")
 TEST_NAME = re.compile(r"\b([a-z][a-z0-9_]*_perf)(?:_mpi)?\b")
@@ -31,6 +34,13 @@ MAX_OTHER_LINES = 5_000
 
 def _bare(line: str) -> str:
     return MPI_PREFIX.sub("", line, count=1)
+
+
+def _is_header(line: str) -> bool:
+    """A table's column line: ``#       size   count   type …  busbw …`` (the oldest
+    releases without the ``#``), not a sentence that names the words."""
+    words = line.lstrip(" \t#").split()
+    return bool(words) and words[0] == "size" and "busbw" in words
 
 
 class _Run:
@@ -49,7 +59,7 @@ def _runs(doc: Text) -> list[_Run]:
     marks = []
     for span in doc.spans_with("busbw", "Out of bounds values", "Avg bus bandwidth"):
         line = _bare(doc.line(*span))
-        if "busbw" in line and "size" in line and line.lstrip().startswith("#"):
+        if "busbw" in line and "size" in line and _is_header(line):
             marks.append(("header", span))
         elif OOB.match(line):
             marks.append(("oob", span))
@@ -105,10 +115,10 @@ def _table(doc: Text, run: _Run, op: str | None) -> tuple[list[Problem], bool]:
         if span is None:
             break
         cells = _bare(doc.line(*span)).split()
-        if cells and cells[0].startswith("#"):
+        if cells and not cells[0].isdigit():
             line = " ".join(cells)
-            if "Out of bounds" in line or "Avg bus bandwidth" in line or "busbw" in line:
-                break
+            if "Out of bounds" in line or "Avg bus bandwidth" in line or _is_header(line):
+                break  # the footer, or the next run's table
         if len(cells) >= need and cells[size_at].isdigit() and cells[0].isdigit():
             rows.append((span[0], cells))
             other = 0
