@@ -55,11 +55,15 @@ PROMPTS = (
         re.compile("^" + _ENV + _WHO + r" [^\s%]{1,200} %(?: (?P<cmd>.*))?$"),
         example="user@MacBook-Pro ~ % pip install torch",
     ),
-    # fish's default `user@host ~/dir> ` (`# ` as root is the bash shape below).
+    # fish's default `user@host ~/dir> `, ` [1]> ` after a failure (`[0|1]`: a pipeline's);
+    # `# ` as root is the bash shape below.
     PromptFamily(
         "fish",
-        re.compile("^" + _ENV + _WHO + r" [~/][^\s>]{0,300}>(?: (?P<cmd>.*))?$"),
-        example="user@host ~/src> pip install torch",
+        re.compile(
+            "^" + _ENV + _WHO + r" [~/][^\s>]{0,300}(?: \[\d{1,3}(?:\|\d{1,3}){0,16}\])?>"
+            r"(?: (?P<cmd>.*))?$"
+        ),
+        example="user@host ~/src [1]> pip install torch",
     ),
     # bash and most PS1s: `user@host:~/dir$ `, `root@host:/# `, `user@host ~$ `.
     PromptFamily(

@@ -253,6 +253,61 @@ def test_pip_takes_numpy_down_and_pip_rolls_it_back_from_the_default_index(
     assert " -m pip install" in back["command"] and "numpy==2.2.6" in back["command"]
     assert _changes(back) == {"numpy": ("1.26.4", "2.2.6", "upgraded")}
     assert "rollback-incomplete" not in _found(back)
+    # numpy back at its major is no new numpy-abi, and the first one is resolved by it
+    assert "numpy-abi" not in _found(back)
+    first = _found(host.show(run["run"]))["numpy-abi"]
+    assert first["state"] == "resolved" and first["resolved_by"]["run"] == back["run"]
+
+
+def test_a_passing_import_check_resolves_numpy_abi_and_a_rollback_leaves_none_open(
+    real_host: Make, older: Wheelhouse, house: Wheelhouse
+) -> None:
+    """The reported session: numpy taken down a major, the advice's import check run and
+    passing, then `journal rollback --to before:STEP`: no numpy-abi stays open."""
+    check = "{py} -c 'import torch, numpy; print(torch.from_numpy(numpy.zeros(1)))'"
+    folders = f"{house.wheels} {older.wheels}"
+    host = real_host(
+        {"pin-old-numpy": "{py} -m pip install numpy==1.26.4", "verify": check},
+        uv=False,
+        host_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": folders},
+    )
+    pin = host.run("run", "step", "pin-old-numpy")
+    assert _found(pin)["numpy-abi"]["severity"] == "warning"
+    verify = host.run("run", "step", "verify")
+    assert any("tensor([0.]" in line for line in verify["output_tail"])
+    first = _found(host.show(pin["run"]))["numpy-abi"]
+    assert first["state"] == "resolved" and first["resolved_by"]["run"] == verify["run"]
+    assert "imported numpy, torch without complaint" in first["resolved_by"]["why"]
+    back = host.run("rollback", "--to", "before:pin-old-numpy")
+    assert installed(host.python)["numpy"] == "2.2.6"
+    assert not {"numpy-abi", "rollback-incomplete"} & set(_found(back))
+    listed = host.journal("pitfalls", "--format", "json")
+    assert listed.returncode == 0, text(listed.stderr)
+    still = [f for f in json.loads(listed.stdout)["findings"] if f["id"] == "numpy-abi"]
+    assert still == []
+
+
+def test_a_cpu_torch_on_a_host_with_no_gpu_is_no_finding_however_often_seen(
+    real_host: Make,
+) -> None:
+    """torch 2.13.0+cpu on a host with no GPU, where nothing asked for CUDA: the probe,
+    `pip freeze` and a print all show the CPU build, and none of them is a cpu-torch."""
+    host = real_host(
+        {
+            "freeze": "{py} -m pip freeze",
+            "look": "{py} -c 'import torch; print(torch.__version__, torch.version.cuda)'",
+        }
+    )
+    freeze = host.run("run", "step", "freeze")
+    assert any("torch==2.13.0+cpu" in line for line in freeze["output_tail"])
+    look = host.run("run", "step", "look")
+    assert any("2.13.0+cpu None" in line for line in look["output_tail"])
+    probed = host.journal("run", "probe", "torch-env")
+    assert probed.returncode == 0, text(probed.stderr)
+    listed = host.journal("pitfalls", "--all", "--format", "json")
+    assert listed.returncode == 0, text(listed.stderr)
+    ids = [f["id"] for f in json.loads(listed.stdout)["findings"]]
+    assert "cpu-torch" not in ids, ids
 
 
 def test_a_reinstall_of_tiktoken_is_recorded_as_uv_printed_it(real_host: Make) -> None:

@@ -140,16 +140,26 @@ def _xformers(run: Run) -> Iterator[Said]:
         cuda = _cuda(match.group("cuda"))
         wheel = " (a CPU build)" if have.endswith("+cpu") else ""
         versions = run.line_at(match.start("built"))
+        if wheel:
+            advice = (
+                "xformers has no kernels for a CPU build of torch: on a host with GPUs put "
+                f"back the CUDA torch it was built for (torch {built}); on one without, "
+                "uninstall xformers or leave it unused (it runs without its kernels)"
+            )
+        else:
+            advice = (
+                f"install the xformers release built for torch {have} (each xformers release "
+                "is built for one torch, from the index of torch's CUDA variant: `pip install "
+                f"xformers==<release for {have.split('+')[0]}> --index-url "
+                "https://download.pytorch.org/whl/<torch's cuXXX>`), or put back torch "
+                f"{built}, which it was built for"
+            )
         yield (
             "xformers",
             "warning",
             f"`xformers` was built for torch {built} (CUDA {cuda}) and this env has torch "
             f"{have}{wheel}: its C++/CUDA kernels do not load, and it runs without them",
-            f"install the xformers release built for torch {have} (each xformers release is "
-            f"built for one torch, from the index of torch's CUDA variant: `pip install "
-            f"xformers==<release for {have.split('+')[0]}> --index-url "
-            "https://download.pytorch.org/whl/<torch's cuXXX>`), or put back torch "
-            f"{built}, which it was built for",
+            advice,
             _unique([line, versions]),
         )
         return

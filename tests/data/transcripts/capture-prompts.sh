@@ -18,21 +18,24 @@
 #   show `%` and `>` only to a user who is not root), a venv made with `python3 -m venv` (its
 #   bundled pip), a clean environment (`env -i`), TERM=xterm-256color, LANG=C.UTF-8, and a
 #   host name of its own through `unshare --uts` (root).
-# - ptyshell.py types each command once the prompt is drawn, in a pty of 120x200 with ONLCR
-#   off, and keeps the raw bytes. zsh's bytes are kept as they are (colours, bracketed paste,
+# - ptyshell.py types each command once the prompt is drawn, in a pty 200 rows high (120
+#   columns; 200 for fish, whose screen is the text kept) with ONLCR off, and keeps the raw bytes. zsh's bytes are kept as they are (colours, bracketed paste,
 #   its PROMPT_SP line). fish redraws the command line at every key with cursor moves, which
 #   only a terminal emulator can replay: its sessions are the screen a terminal shows, as
 #   rendered by pyte (what a user copies from the window and pastes).
 #
-# Needs: root, zsh, fish, python3 (>= 3.9, with venv), pip that can reach PyPI for the first
-# run, and pyte (PYTE_PYTHON: a python that can import it).
+# Needs: root, zsh, fish, /usr/bin/python3 (3.11, with venv), a pip that can reach PyPI for the
+# first run (DL_PYTHON), and pyte (PYTE_PYTHON: a python that can import it).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=${CAPTURE_WORK:-/tmp/capture-prompts}
 OUT=${1:-$WORK/out}
-PYTHON=${PYTHON:-$(command -v python3)}
-PYTE_PYTHON=${PYTE_PYTHON:-$PYTHON}
+# The python of the sessions (and of ptyshell.py) runs as the user: a system one, not a shim
+# under root's home. DL_PYTHON (with pip) downloads the wheels.
+PYTHON=${PYTHON:-/usr/bin/python3}
+DL_PYTHON=${DL_PYTHON:-$(command -v python3)}
+PYTE_PYTHON=${PYTE_PYTHON:-$DL_PYTHON}
 TORCH_WHEEL=${TORCH_WHEEL:-/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl}
 USERNAME_SHOWN=ubuntu
 
@@ -146,11 +149,11 @@ if [ ! -e "$WHEELS/.done" ]; then
     log "downloading wheels into $WHEELS"
     mkdir -p "$WHEELS"
     cp "$TORCH_WHEEL" "$WHEELS/"
-    "$PYTHON" -m pip download -q -d "$WHEELS" "$TORCH_WHEEL" "numpy==2.2.6"
-    "$PYTHON" -m pip download -q -d "$WHEELS" --no-deps "xformers==0.0.28.post3" \
+    "$DL_PYTHON" -m pip download -q -d "$WHEELS" "$TORCH_WHEEL" "numpy==2.2.6"
+    "$DL_PYTHON" -m pip download -q -d "$WHEELS" --no-deps "xformers==0.0.28.post3" \
         "torchvision==0.20.1"
-    "$PYTHON" -m pip download -q -d "$WHEELS" "pandas==2.1.4" "numpy==2.2.6"
-    "$PYTHON" -m pip download -q -d "$WHEELS" "scipy==1.11.4"
+    "$DL_PYTHON" -m pip download -q -d "$WHEELS" "pandas==2.1.4"
+    "$DL_PYTHON" -m pip download -q -d "$WHEELS" "scipy==1.11.4"
     touch "$WHEELS/.done"
 fi
 chmod -R a+rX "$WORK"
@@ -182,19 +185,20 @@ as_user() {
 # setup CMD: prepare the state before the capture (not shown).
 setup() { as_user gpu-box bash -c "$1" >>"$WORK/setup.log" 2>&1; }
 
-# session FILE HOST END COMMANDS HEADER... -- SHELL...: OUT/FILE's header lines, and the raw
-# session of SHELL on host HOST in WORK/FILE.raw (END: how its prompt ends, see ptyshell.py).
+# session FILE HOST COLS END COMMANDS HEADER... -- SHELL...: OUT/FILE's header lines, and the
+# raw session of SHELL on host HOST in a pty COLS wide in WORK/FILE.raw (END: how its prompt
+# ends, see ptyshell.py).
 session() {
-    local file=$1 host=$2 end=$3 commands=$4
-    shift 4
+    local file=$1 host=$2 cols=$3 end=$4 commands=$5
+    shift 5
     : >"$OUT/$file"
     while [ "$1" != "--" ]; do printf '# %s\n' "$1" >>"$OUT/$file"; shift; done
     shift
-    as_user "$host" "$PYTHON" "$WORK/src/ptyshell.py" --end "$end" "$commands" -- "$@" \
+    as_user "$host" "$PYTHON" "$WORK/src/ptyshell.py" --cols "$cols" --end "$end" "$commands" -- "$@" \
         >"$WORK/$file.raw"
 }
 
-COMMON="Captured by capture-prompts.sh: a real interactive shell in a 120x200 pty (TERM=xterm-256color) as user ubuntu on a host with no GPU, real pip and real wheels from PyPI (torch is the 2.13.0+cpu wheel of download.pytorch.org/whl/cpu), installed offline from a local folder (PIP_NO_INDEX, PIP_FIND_LINKS)."
+COMMON="Captured by capture-prompts.sh: a real interactive shell in a pty 200 rows high (120 columns wide; fish's 200) (TERM=xterm-256color) as user ubuntu on a host with no GPU, real pip and real wheels from PyPI (torch is the 2.13.0+cpu wheel of download.pytorch.org/whl/cpu), installed offline from a local folder (PIP_NO_INDEX, PIP_FIND_LINKS)."
 
 # -- zsh, macOS's default prompt: xformers and torchvision built for torch 2.5.1 ----------------
 log term-zsh-macos-extension-refusals.txt
@@ -209,7 +213,7 @@ python -c "import xformers.ops"
 python -c "import torchvision"
 pip check
 CMDS
-session term-zsh-macos-extension-refusals.txt gpu-box '% $' "$WORK/zsh-macos.commands" "$COMMON" \
+session term-zsh-macos-extension-refusals.txt gpu-box 120 '% $' "$WORK/zsh-macos.commands" "$COMMON" \
     "zsh 5 with macOS's default PS1 ('%n@%m %1~ %# ', from its /etc/zshrc), raw bytes as the pty gave them. The venv has torch 2.13.0+cpu; xformers 0.0.28.post3 and torchvision 0.20.1 are PyPI's builds for torch 2.5.1, installed with --no-deps." \
     -- env ZDOTDIR="$HOMEDIR" zsh -i
 cat "$WORK/term-zsh-macos-extension-refusals.txt.raw" >>"$OUT/term-zsh-macos-extension-refusals.txt"
@@ -224,7 +228,7 @@ source cpu-env/bin/activate
 pip install torch==2.13.0+cpu numpy
 python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"
 CMDS
-session term-zsh-host-cpu-torch-asked.txt build-box '% $' "$WORK/zsh-host.commands" "$COMMON" \
+session term-zsh-host-cpu-torch-asked.txt build-box 120 '% $' "$WORK/zsh-host.commands" "$COMMON" \
     "zsh 5 without any startup file (zsh -f: its default prompt '%m%# '), raw bytes as the pty gave them. The host has no NVIDIA driver; the CPU build of torch is what was asked for (torch==2.13.0+cpu)." \
     -- zsh -f -i
 cat "$WORK/term-zsh-host-cpu-torch-asked.txt.raw" >>"$OUT/term-zsh-host-cpu-torch-asked.txt"
@@ -244,23 +248,37 @@ source ml-env/bin/activate
 pip install scipy==1.11.4
 python -c "import numpy, scipy; print(numpy.__version__, scipy.__version__)"
 CMDS
-session term-zsh-robbyrussell-numpy-downgrade.txt gpu-box '➜  \S+ $' "$WORK/zsh-omz.commands" "$COMMON" \
+session term-zsh-robbyrussell-numpy-downgrade.txt gpu-box 120 '➜  \S+ $' "$WORK/zsh-omz.commands" "$COMMON" \
     "zsh 5 with the PROMPT of oh-my-zsh's robbyrussell theme ('➜  dir '), raw bytes as the pty gave them. The venv has numpy 2.2.6; scipy 1.11.4 requires numpy<1.28." \
     -- env ZDOTDIR="$HOMEDIR" zsh -i
 cat "$WORK/term-zsh-robbyrussell-numpy-downgrade.txt.raw" >>"$OUT/term-zsh-robbyrussell-numpy-downgrade.txt"
 
-# -- fish, its default prompt: pandas 2.1.4 (built for NumPy 1.x) under numpy 2 ----------------
+# -- fish, its default prompt: numpy upgraded to 2 under pandas 2.1.4 (built for NumPy 1.x) ------
 log term-fish-numpy-abi.txt
 new_home fish
-setup "python3 -m venv ml-env && ml-env/bin/pip install -q numpy==2.2.6"
+setup "python3 -m venv ml-env && ml-env/bin/pip install -q pandas==2.1.4"
 cat >"$WORK/fish.commands" <<'CMDS'
 source ml-env/bin/activate.fish
-pip install pandas==2.1.4
+pip install -U numpy
 python -c "import pandas"
 CMDS
-session term-fish-numpy-abi.txt gpu-box '> $' "$WORK/fish.commands" "$COMMON" \
-    "fish 3.6 with its default prompt ('user@host ~>'); fish redraws the command line at every key with cursor moves, so this is the screen the terminal showed (the pty's bytes replayed by pyte), as a user copies it. The venv has numpy 2.2.6; pandas 2.1.4's wheel was built against NumPy 1.x." \
+session term-fish-numpy-abi.txt gpu-box 200 '> $' "$WORK/fish.commands" "$COMMON" \
+    "fish 3.6 with its default prompt ('user@host ~>'); fish redraws the command line at every key with cursor moves, so this is the screen the terminal showed (the pty's bytes replayed by pyte), as a user copies it. The venv has pandas 2.1.4 (its wheel built against NumPy 1.x; it requires numpy<2) with numpy 1.26.4." \
     -- fish -i
-"$PYTE_PYTHON" "$WORK/src/render.py" 120 200 <"$WORK/term-fish-numpy-abi.txt.raw" >>"$OUT/term-fish-numpy-abi.txt"
+"$PYTE_PYTHON" "$WORK/src/render.py" 200 200 <"$WORK/term-fish-numpy-abi.txt.raw" >>"$OUT/term-fish-numpy-abi.txt"
+
+# -- fish: torch with nothing asking for CUDA, on a host without a GPU -------------------------
+log term-fish-cpu-torch-unasked.txt
+new_home fish-cpu
+setup "python3 -m venv ml-env"
+cat >"$WORK/fish-cpu.commands" <<'CMDS'
+source ml-env/bin/activate.fish
+pip install torch numpy
+python -m torch.utils.collect_env
+CMDS
+session term-fish-cpu-torch-unasked.txt laptop 200 '> $' "$WORK/fish-cpu.commands" "$COMMON" \
+    "fish 3.6 with its default prompt ('user@host ~>'); the screen the terminal showed (the pty's bytes replayed by pyte), as a user copies it. The host has no GPU and nothing asks for CUDA: the mirror's torch is the CPU build." \
+    -- fish -i
+"$PYTE_PYTHON" "$WORK/src/render.py" 200 200 <"$WORK/term-fish-cpu-torch-unasked.txt.raw" >>"$OUT/term-fish-cpu-torch-unasked.txt"
 
 log "wrote $OUT"
