@@ -6,7 +6,7 @@ bash's ``user@host:~/dir$ cmd``, ``user@host:~# cmd`` and ``[user@host dir]$ cmd
 PowerShell's ``PS C:\\path> cmd``; and ``$ cmd``. Shapes that output also prints are prompts only
 where what follows reads as a command (a known program, a path, ``VAR=value``): a bare
 ``# cmd`` (otherwise a comment), ``% cmd`` and zsh's ``host% cmd``, fish's ``~/dir> cmd``,
-oh-my-zsh's ``➜  dir cmd``. ``>>> `` (Python) is never a prompt; nor is a line that only ends
+oh-my-zsh's ``➜  dir cmd``, starship's ``❯ cmd``. ``>>> `` (Python) is never a prompt; nor is a line that only ends
 in ``>`` or ``%`` (``-> x``, ``<tag>``, ``100%``), nor a Windows path followed by other text.
 
 Times, where the transcript has them (see :data:`STAMP`): a prompt that starts with the time
@@ -115,6 +115,13 @@ PROMPTS = (
         command_only=True,
         example="~/src> pip install torch",
     ),
+    # starship's and pure's `❯ ` (under a two-line prompt, oh-my-posh's `╰─❯ `).
+    PromptFamily(
+        "arrow",
+        re.compile("^" + r"(?:[╰└]─{1,3} ?)?" + _ENV + r"❯ (?P<cmd>\S.*)$"),
+        command_only=True,
+        example="╰─❯ pip install torch",
+    ),
     # `$ ` and, where a command follows, `# `.
     PromptFamily(
         "bare",
@@ -123,7 +130,7 @@ PROMPTS = (
     ),
 )
 #: What every prompt line holds one of (a cheap test before the patterns).
-_MARKS = ("$ ", "# ", "% ", ">", "➜")
+_MARKS = ("$ ", "# ", "% ", ">", "➜", "❯")
 
 #: First words that make a ``# …`` line a command rather than a comment.
 COMMANDS = frozenset(

@@ -16,7 +16,7 @@
 #   PIP_FIND_LINKS point pip at that folder, as an offline mirror would.
 # - Every session gets a fresh $HOME owned by a user `ubuntu` (created if missing: prompts
 #   show `%` and `>` only to a user who is not root), a venv made with `python3 -m venv` (its
-#   bundled pip), a clean environment (`env -i`), TERM=xterm-256color, LANG=C.UTF-8, and a
+#   bundled pip), a clean environment (`env -i`, PATH=/usr/bin:/bin: no CUDA toolkit on it), TERM=xterm-256color, LANG=C.UTF-8, and a
 #   host name of its own through `unshare --uts` (root).
 # - ptyshell.py types each command once the prompt is drawn, in a pty 200 rows high (120
 #   columns; 200 for fish, whose screen is the text kept) with ONLCR off, and keeps the raw bytes. zsh's bytes are kept as they are (colours, bracketed paste,
@@ -176,7 +176,7 @@ as_user() {
     shift
     (cd "$HOMEDIR" && unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" \
         env -i HOME="$HOMEDIR" USER="$USERNAME_SHOWN" LOGNAME="$USERNAME_SHOWN" \
-        PATH=/usr/local/bin:/usr/bin:/bin TERM=xterm-256color LANG=C.UTF-8 \
+        PATH=/usr/bin:/bin TERM=xterm-256color LANG=C.UTF-8 \
         PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INDEX=1 \
         PIP_FIND_LINKS="$WHEELS" \
         setpriv --reuid "$USERNAME_SHOWN" --regid "$USERNAME_SHOWN" --init-groups "$@")
