@@ -3,12 +3,12 @@
 Prompts recognised, as families (:data:`PROMPTS`), each with an optional ``(venv)`` before it:
 bash's ``user@host:~/dir$ cmd``, ``user@host:~# cmd`` and ``[user@host dir]$ cmd``; macOS zsh's
 ``user@host dir % cmd``; fish's ``user@host ~/dir> cmd``; Windows cmd's ``C:\\path>cmd``;
-PowerShell's ``PS C:\\path> cmd``; ``~/dir$ cmd`` and ``$ cmd``. Shapes that output also prints are prompts only
-where what follows reads as a command (a known program, a path, ``VAR=value``): a bare
-``# cmd`` (otherwise a comment), ``% cmd`` and zsh's ``host% cmd``, fish's ``~/dir> cmd``,
-oh-my-zsh's ``➜  dir cmd``, starship's ``❯ cmd``. ``>>> `` (Python) is never a prompt; nor is
-a line that only ends in ``>`` or ``%`` (``-> x``, ``<tag>``, ``100%``), nor a Windows path
-followed by other text.
+PowerShell's ``PS C:\\path> cmd``; ``~/dir$ cmd`` and ``$ cmd``. Shapes that output also
+prints are prompts only where what follows reads as a command (a known program, a path,
+``VAR=value``): a bare ``# cmd`` (otherwise a comment), ``% cmd`` and zsh's ``host% cmd``,
+fish's ``~/dir> cmd``, oh-my-zsh's ``➜  dir cmd``, starship's ``❯ cmd``. ``>>> `` (Python) is
+never a prompt; nor is a line that only ends in ``>`` or ``%`` (``-> x``, ``<tag>``,
+``100%``), nor a Windows path followed by other text.
 
 Times, where the transcript has them (see :data:`STAMP`): a prompt that starts with the time
 (bash ``PS1='[\\t] …'`` gives ``[12:01:33] user@host:~$ cmd``, ``\\D{%F %T}`` gives

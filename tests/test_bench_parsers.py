@@ -440,6 +440,76 @@ def test_nccl_tests_footer_alone_still_gives_the_average() -> None:
     assert result.problems == []
 
 
+#: nccl-tests before 2.0 (NVIDIA/nccl-tests src/common.cu until "Resync all tests with test code
+#: from NCCL 2.4", 2019) print header, table and footer without the `#`; the lines of
+#: NVIDIA/nccl-tests#37 as the poster pasted them.
+OLD_LAYOUT = """\
+                                             out-of-place                       in-place
+       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error
+        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+  4294967296     134217728   float    29122  129.05  129.05  1e+00    29169  128.84  128.84  1e+00
+ Out of bounds values : 2 FAILED
+ Avg bus bandwidth    : 128.942
+"""
+
+
+def test_nccl_tests_older_layout_without_the_hash_reads_as_the_hash_layout() -> None:
+    command = "all_gather_perf -g 8 -b 4294967296 -e 4294967296 -n 100"
+    old = parse("nccl-tests", OLD_LAYOUT, command=command)
+    assert [(f.name, f.value, f.labels, f.line) for f in old.figures] == [
+        (
+            "busbw",
+            129.05,
+            {"size": "4294967296", "placement": "out-of-place", "op": "all_gather_perf"},
+            4,
+        ),
+        (
+            "algbw",
+            129.05,
+            {"size": "4294967296", "placement": "out-of-place", "op": "all_gather_perf"},
+            4,
+        ),
+        (
+            "busbw",
+            128.84,
+            {"size": "4294967296", "placement": "in-place", "op": "all_gather_perf"},
+            4,
+        ),
+        (
+            "algbw",
+            128.84,
+            {"size": "4294967296", "placement": "in-place", "op": "all_gather_perf"},
+            4,
+        ),
+        ("avg_bus_bandwidth", 128.942, {"op": "all_gather_perf"}, 6),
+    ]
+    assert [(p.reason, p.line) for p in old.problems] == [
+        ("nccl-tests found 2 wrong values (`Out of bounds values : 2 FAILED`)", 5)
+    ]
+    # the same output with the `#` of the newer releases gives the same figures and problems
+    hashed = "\n".join(
+        f"#{line}" if not line.lstrip()[:1].isdigit() else line
+        for line in OLD_LAYOUT.split("\n")
+        if line
+    )
+    new = parse("nccl-tests", hashed + "\n", command=command)
+    assert [(f.name, f.value, f.labels) for f in new.figures] == [
+        (f.name, f.value, f.labels) for f in old.figures
+    ]
+    assert len(new.problems) == 1 and new.problems[0].line == 5
+
+
+def test_nccl_tests_older_layout_near_misses() -> None:
+    """A sentence naming the columns is no table header, and a footer word inside a line of
+    prose is no footer."""
+    text = (
+        "the size and busbw columns are explained in doc/PERFORMANCE.md\n"
+        "see the Out of bounds values : 2 FAILED line of the issue\n"
+    )
+    result = parse("nccl-tests", text)
+    assert result.figures == [] and result.problems == []
+
+
 # --- llama-bench -----------------------------------------------------------------------------
 
 

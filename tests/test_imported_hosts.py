@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 
 from journal.runbook import NAME
 from journal.store import EventStore
-from journal.transcript import NAME_LIMIT, parse, step_name
+from journal.transcript import NAME_LIMIT, PROMPTS, parse, prompt, step_name
 from tests.helpers import journal, text, write_runbook
 
 DATA = Path(__file__).parent / "data" / "transcripts"
@@ -109,6 +109,114 @@ def test_every_command_of_the_real_transcripts_gets_a_valid_bounded_step_name() 
     assert any(name.startswith("python3-torch.") for name in seen)
     long = "pip install " + " ".join(f"package-number-{i}" for i in range(40))
     assert len(step_name(long)) <= NAME_LIMIT and step_name(long).startswith("pip-install-pack")
+
+
+# -- prompts -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "command", "user", "host"),
+    [
+        # bash
+        ("ubuntu@gpu-box:~/src$ pip install torch", "pip install torch", "ubuntu", "gpu-box"),
+        ("root@h200:/# nvidia-smi", "nvidia-smi", "root", "h200"),
+        ("[ml@node1 ~]$ ls", "ls", "ml", "node1"),
+        ("~$ pyfdax", "pyfdax", None, None),  # \w\$ alone (chipmuenk/pyfda#253)
+        ("$ pip list", "pip list", None, None),
+        # macOS zsh's default PS1 `%n@%m %1~ %# `, and zsh -f's `%m%# `
+        (
+            "(base) jdoe@Jdoes-MBP project % python -c 'import torch'",
+            "python -c 'import torch'",
+            "jdoe",
+            "Jdoes-MBP",
+        ),
+        ("ubuntu@gpu-box ~ % pip check", "pip check", "ubuntu", "gpu-box"),
+        ("build-box% nvidia-smi", "nvidia-smi", None, "build-box"),
+        ("% pip install torch", "pip install torch", None, None),
+        # oh-my-zsh robbyrussell, starship / oh-my-posh
+        ("(ml-env) ➜  ~ pip install scipy==1.11.4", "pip install scipy==1.11.4", None, None),
+        ("➜  serve git:(main) ✗ python3 bench.py", "python3 bench.py", None, None),
+        ("╰─❯ python main.py", "python main.py", None, None),
+        # fish's default, with the status of a failed command
+        (
+            "(ml-env) ubuntu@gpu-box ~> pip install -U numpy",
+            "pip install -U numpy",
+            "ubuntu",
+            "gpu-box",
+        ),
+        ("ubuntu@gpu-box ~/src [1]> python x.py", "python x.py", "ubuntu", "gpu-box"),
+        ("~/src> pip list", "pip list", None, None),
+        # Windows cmd (no space before the command) and PowerShell
+        (r"(base) C:\Users\Mono>pip3 install torch", "pip3 install torch", None, None),
+        (r"A:\Data\DDSP-SVC 3.0>python\python.exe", r"python\python.exe", None, None),
+        (r"h:\>pip install torch==1.7.0+cpu", "pip install torch==1.7.0+cpu", None, None),
+        (r"(pia) PS E:\PIA> python inference.py", "python inference.py", None, None),
+        (
+            r"PS C:\Users\bropi\Рабочий стол> python .\collect_env.py",
+            r"python .\collect_env.py",
+            None,
+            None,
+        ),
+        (r"PS C:\Windows\System32>", "", None, None),
+        ("PS /home/ubuntu> pip list", "pip list", None, None),
+    ],
+)
+def test_prompts_of_every_family_give_their_command_user_and_host(
+    line: str, command: str, user: str | None, host: str | None
+) -> None:
+    assert prompt(line) == (command, user, host)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ">>> import torch",  # Python
+        "... print(x)",
+        "100% |████████████████████████████████| 744.5 MB 1.8 MB/s",  # progress bars
+        "Downloading torch-2.1.0-cp310-cp310-win_amd64.whl (2619.4 MB) 45%",
+        "  % Total    % Received % Xferd  Average Speed   Time",  # curl
+        "% Total    % Received % Xferd  Average Speed   Time",
+        '<a href="https://download.pytorch.org/whl/cu121/torch">torch</a>',  # HTML, XML
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        "</root>",
+        "numpy 2.2.6 -> 1.26.4",  # arrows
+        "a->b",
+        "Successfully installed torch-2.1.0+cu121",  # pip
+        r"C:\Users\me\lib\site-packages\torch\cuda\__init__.py:52: UserWarning: a -> b",
+        r"C:\Users\caitl\.pyenv\pyenv-win\versions\3.11.9\python.exe",
+        r"3.11.9 (set by C:\Users\caitl\.pyenv\pyenv-win\version)",
+        "~/src> hello world",  # a path and `>` before something that is no command
+        "➜  Local:   http://localhost:5173/",  # vite's banner
+        "  ❯ Option one",  # an interactive menu
+        "❯ Option one",
+        "# Out of bounds values : 2 FAILED",  # a comment, not a root prompt
+        "    $ conda update -n base -c defaults conda",  # conda's indented hint
+        "user@host 100% done",
+    ],
+)
+def test_output_lines_that_look_like_prompts_are_not(line: str) -> None:
+    assert prompt(line) is None
+
+
+def test_every_family_is_tested_with_its_own_example() -> None:
+    for family in PROMPTS:
+        assert family.example and prompt(family.example) is not None, family.name
+
+
+def test_a_session_pasted_from_powershell_has_its_commands() -> None:
+    """Abe404/root_painter#190 as pasted: its commands, and the lines of output that hold
+    Windows paths stay output."""
+    text_ = (DATA / "pub-clean-powershell-no-matching-cu124.txt").read_text()
+    commands = parse(text_)
+    assert [c.command[:14] for c in commands] == [
+        "pyenv install ",
+        "pyenv global 3",
+        "pyenv version",
+        'python -c "imp',
+        "pip install to",
+        "",  # the last prompt, with nothing typed
+    ]
+    assert commands[3].output == [r"C:\Users\caitl\.pyenv\pyenv-win\versions\3.11.9\python.exe"]
 
 
 # -- times ---------------------------------------------------------------------------------------

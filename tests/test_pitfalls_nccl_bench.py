@@ -415,6 +415,26 @@ def test_nccl_tests_bandwidth_and_wrong_values() -> None:
     assert falls[0]["severity"] == "error"
 
 
+@pytest.mark.parametrize(
+    "footer",
+    [
+        " Out of bounds values : 2 FAILED\n Avg bus bandwidth    : 128.942\n",  # before 2.0
+        "# Out of bounds values : 2 FAILED\n# Avg bus bandwidth    : 128.942 \n",
+        "[1,0]<stdout>:# Out of bounds values : 2 FAILED\n"  # mpirun --tag-output
+        "[1,0]<stdout>:# Avg bus bandwidth    : 128.942 \n",
+    ],
+)
+def test_nccl_tests_footers_of_every_layout_reach_the_run(footer: str) -> None:
+    """The footer of NVIDIA/nccl-tests#37 in the layout of each release: the wrong values make
+    the figure untrusted, and the average is the run's figure, whatever the prefix."""
+    text_ = "$ ./build/all_gather_perf -g 8 -b 4G -e 4G -n 100\n" + footer
+    (invalid,) = transcript_findings(text_, "bench-invalid")
+    assert "2 wrong values" in invalid.title and "128.94 GB/s" in invalid.title
+    # the same run with a clean footer is trusted
+    ok = text_.replace("2 FAILED", "0 OK")
+    assert transcript_findings(ok, "bench-invalid") == []
+
+
 def test_vllm_failed_requests_and_throughput() -> None:
     findings = lint_json(TRANSCRIPTS / "bench-vllm-serve.txt")
     invalid = of(findings, "bench-invalid")

@@ -38,6 +38,13 @@ FRAGMENTS = [
     "user@gpu-box:~$ ",
     "(venv) ubuntu@h200:~/work$ ",
     "[root@node1 ~]# ",
+    "ubuntu@MacBook-Pro ~ % ",
+    "ubuntu@gpu-box ~/src [1]> ",
+    "(venv) PS C:\\Users\\me> ",
+    "(base) C:\\Users\\me>",
+    "➜  ~ ",
+    "╰─❯ ",
+    "gpu-box% ",
     ">>> ",
     "uv pip install torch torchvision --index-url https://download.pytorch.org/whl/nightly/cu130",
     "pip install -U torch==2.12.0+cu130",
@@ -208,6 +215,14 @@ def test_huge_lines_are_judged_in_bounded_time(name: str) -> None:
             "u@h:",
             "[u@h ",
             "u@h:~/" + "a" * 50,
+            "u@h ~ ",
+            "PS C:\\",
+            "C:\\a\\",
+            "(e) PS ",
+            "➜  ",
+            "~/",
+            ">",
+            "%",
             "$",
             "#",
             " ",
@@ -216,7 +231,7 @@ def test_huge_lines_are_judged_in_bounded_time(name: str) -> None:
         ]
     ),
     st.integers(min_value=1, max_value=4100),
-    st.sampled_from(["", "$ ls", "# ls", "]$ ls", " $", "\n"]),
+    st.sampled_from(["", "$ ls", "# ls", "]$ ls", " $", "\n", "% ls", "> ls", ">ls", " [1]> ls"]),
 )
 def test_prompt_lines_that_almost_match(piece: str, count: int, tail: str) -> None:
     line = (piece * count)[:4100] + tail

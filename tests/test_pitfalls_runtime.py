@@ -634,6 +634,136 @@ def test_abi_mismatch_real_undefined_symbol(tmp_path: Path) -> None:
     assert linted(session((command, output))) == []
 
 
+# Extensions refusing another torch in their own words (wording from the sources that print it:
+# xformers/_cpp_lib.py, torchvision/extension.py, torch_scatter/__init__.py; versions from the
+# issue threads named).
+XFORMERS_REFUSAL = (
+    "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+    "    PyTorch {built} with CUDA {cuda} (you have {have})\n"
+    "    Python  3.10.11 (you have 3.10.11)\n"
+    "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-"
+    "xformers)\n"
+    "  Memory-efficient attention, SwiGLU, sparse and more won't be available.\n"
+    "  Set XFORMERS_MORE_DETAILS=1 for more details"
+)
+
+
+@pytest.mark.parametrize(
+    ("built", "cuda", "have", "shown"),
+    [
+        # invoke-ai/InvokeAI#6590: another torch and another CUDA
+        ("2.1.2+cu121", "1201", "2.0.1+cu118", "torch 2.1.2+cu121 (CUDA 12.1)"),
+        # facebookresearch/xformers#800: the same release, another CUDA variant
+        ("2.1.0+cu121", "1201", "2.1.0+cu118", "torch 2.1.0+cu121 (CUDA 12.1)"),
+        # open-mmlab/PIA#30: the CPU build of the same release
+        ("2.1.2+cu121", "1201", "2.1.2+cpu", "torch 2.1.2+cu121 (CUDA 12.1)"),
+    ],
+)
+def test_abi_mismatch_from_xformers_own_refusal(
+    built: str, cuda: str, have: str, shown: str
+) -> None:
+    output = XFORMERS_REFUSAL.format(built=built, cuda=cuda, have=have)
+    found = one(linted(session(("python -m xformers.info", output))), "abi-mismatch")
+    assert found.severity == "warning"  # xFormers goes on without its kernels
+    assert found.title.startswith(f"`xformers` was built for {shown} and this env has torch {have}")
+    assert [e.line for e in found.evidence] == [2, 3]  # the refusal and the versions
+    if have.endswith("+cpu"):
+        assert "CPU build" in found.title and "no kernels for a CPU build" in found.advice
+    else:
+        assert f"release built for torch {have}" in found.advice
+
+
+def test_abi_mismatch_xformers_near_misses() -> None:
+    """The same torch on both sides (Vchitect/SEINE#21: a Mac, `2.0.1` built with CUDA 11.6,
+    2.0.1 installed) failed for another reason; a module that only names xFormers is silent."""
+    same = XFORMERS_REFUSAL.format(built="2.0.1", cuda="1106", have="2.0.1")
+    assert linted(session(("python sample.py", same))) == []
+    assert linted(session(("pip show xformers", "Name: xformers\nVersion: 0.0.28.post3"))) == []
+    # its other wording, without versions, is still a refusal
+    older = (
+        "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for a "
+        "different version of PyTorch or Python."
+    )
+    assert one(linted(session(("python x.py", older))), "abi-mismatch").severity == "warning"
+
+
+@pytest.mark.parametrize(
+    ("output", "package", "ext", "torch"),
+    [
+        (  # acheong08/Diffusion-ColabUI#108, wrapped by a rich traceback
+            "RuntimeError: Detected that PyTorch and torchvision were compiled with different\n"
+            "CUDA versions. PyTorch has CUDA Version=11.7 and torchvision has CUDA \n"
+            "Version=11.8. Please reinstall the torchvision that matches your PyTorch \n"
+            "install.",
+            "torchvision",
+            "11.8",
+            "11.7",
+        ),
+        (  # deforum/deforum-stable-diffusion#348, the "major" wording of newer torchvision
+            "RuntimeError: Detected that PyTorch and torchvision were compiled with different "
+            "CUDA major versions. PyTorch has CUDA Version=12.1 and torchvision has CUDA "
+            "Version=11.8. Please reinstall the torchvision that matches your PyTorch install.",
+            "torchvision",
+            "11.8",
+            "12.1",
+        ),
+        (  # rusty1s/pytorch_scatter#237
+            "RuntimeError: Detected that PyTorch and torch_scatter were compiled with different "
+            "CUDA versions. PyTorch has CUDA version 10.1 and torch_scatter has CUDA version "
+            "10.2. Please reinstall the torch_scatter that matches your PyTorch install.",
+            "torch_scatter",
+            "10.2",
+            "10.1",
+        ),
+    ],
+)
+def test_abi_mismatch_from_a_cuda_version_check(
+    output: str, package: str, ext: str, torch: str
+) -> None:
+    found = one(linted(session(("python -c 'import torch_geometric'", output))), "abi-mismatch")
+    assert found.severity == "error"
+    assert found.title == (
+        f"`{package}` was built for CUDA {ext} and torch for CUDA {torch}: `{package}` refuses "
+        "to load"
+    )
+    assert f"cu{torch.replace('.', '')}" in found.advice
+
+
+def test_abi_mismatch_from_torchvisions_own_words() -> None:
+    """torchvision's `_C` built for another torch: its raise (wrapped as in
+    Engineer-of-Stuff/stable-diffusion-paperspace#111) and the missing operator torch reports
+    (captured here: torchvision 0.20.1 under torch 2.13.0+cpu, term-zsh-macos-*.txt)."""
+    ops = (
+        "RuntimeError: Couldn't load custom C++ ops. \n"
+        "This can happen if your PyTorch and torchvision versions are incompatible, or if you had "
+        "errors while compiling torchvision from source."
+    )
+    found = one(linted(session(("python launch.py", ops))), "abi-mismatch")
+    assert found.title == "`torchvision` was built for another torch: its C++ ops do not load"
+    nms = "RuntimeError: operator torchvision::nms does not exist"
+    found = one(linted(session(("python -c 'import torchvision'", nms))), "abi-mismatch")
+    assert "`torchvision::nms` was never registered" in found.title
+    # near miss: the source line a traceback quotes is not the error it raises
+    quoted = '        "Couldn\'t load custom C++ ops. This can happen if your PyTorch and "'
+    assert linted(session(("python x.py", quoted))) == []
+
+
+def test_abi_mismatch_is_one_finding_per_package_and_command() -> None:
+    """XFORMERS_MORE_DETAILS=1 prints the loader's `undefined symbol` too: one finding for
+    xformers, from the loader's own line; torchvision in the same output is another."""
+    output = "\n".join(
+        [
+            "OSError: /venv/lib/python3.11/site-packages/xformers/_C.so: undefined symbol: "
+            "_ZN3c1017RegisterOperatorsD1Ev",
+            XFORMERS_REFUSAL.format(built="2.5.1+cu121", cuda="1201", have="2.6.0+cu124"),
+            "RuntimeError: operator torchvision::nms does not exist",
+        ]
+    )
+    found = [f for f in linted(session(("python serve.py", output))) if f.id == "abi-mismatch"]
+    assert [f.title.split(" ")[0] for f in found] == ["`xformers`", "`torchvision`"]
+    assert "undefined" not in found[1].title and found[0].severity == "error"
+
+
 # --- a real journal: bash, uv, snapshots and probes -------------------------------------------
 
 JOURNAL = "runtime"

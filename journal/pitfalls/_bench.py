@@ -6,7 +6,8 @@ Two sources give a :class:`Figure`:
   ``bench serve`` (``Output token throughput (tok/s):  54.10``, ``Successful requests:``,
   ``Failed requests:``), vLLM ``bench throughput`` (``Throughput: 12.34 requests/s, 5678.90
   total tokens/s, 1234.56 output tokens/s``) and nccl-tests (``# Avg bus bandwidth    : 232.167``,
-  ``# Out of bounds values : 0 OK``);
+  ``# Out of bounds values : 0 OK``; without the ``#`` before 2.0, or under mpirun's
+  ``[1,0]<stdout>:``);
 - ``Subject.metrics``: figures recorded as events (``journal run bench``, ``journal record
   metric``), which a later version fills with :class:`Figure` objects.
 

@@ -6,7 +6,9 @@ that succeeded: when `Successful requests:` is below the `--num-prompts` asked f
 failing) workload, and comparing it with an earlier figure says nothing. nccl-tests checks the
 result of every collective: `# Out of bounds values : 3 FAILED` means the collective returned
 wrong data, whatever bandwidth it printed — a broken NCCL, driver, topology or tuning variable
-(`NCCL_PROTO`, `NCCL_ALGO`), not a slow one.
+(`NCCL_PROTO`, `NCCL_ALGO`), not a slow one. The footer reads in every layout nccl-tests has
+printed: with the `#`, without it (releases before 2.0: ` Out of bounds values : 2 FAILED`),
+and under an mpirun's `[1,0]<stdout>:` prefix.
 """
 
 from __future__ import annotations

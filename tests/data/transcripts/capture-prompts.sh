@@ -214,7 +214,7 @@ python -c "import torchvision"
 pip check
 CMDS
 session term-zsh-macos-extension-refusals.txt gpu-box 120 '% $' "$WORK/zsh-macos.commands" "$COMMON" \
-    "zsh 5 with macOS's default PS1 ('%n@%m %1~ %# ', from its /etc/zshrc), raw bytes as the pty gave them. The venv has torch 2.13.0+cpu; xformers 0.0.28.post3 and torchvision 0.20.1 are PyPI's builds for torch 2.5.1, installed with --no-deps." \
+    "The shell: zsh 5 with macOS's default PS1 ('%n@%m %1~ %# ', from its /etc/zshrc), raw bytes as the pty gave them. The venv has torch 2.13.0+cpu; xformers 0.0.28.post3 and torchvision 0.20.1 are PyPI's builds for torch 2.5.1, installed with --no-deps." \
     -- env ZDOTDIR="$HOMEDIR" zsh -i
 cat "$WORK/term-zsh-macos-extension-refusals.txt.raw" >>"$OUT/term-zsh-macos-extension-refusals.txt"
 
@@ -249,7 +249,7 @@ pip install scipy==1.11.4
 python -c "import numpy, scipy; print(numpy.__version__, scipy.__version__)"
 CMDS
 session term-zsh-robbyrussell-numpy-downgrade.txt gpu-box 120 '➜  \S+ $' "$WORK/zsh-omz.commands" "$COMMON" \
-    "zsh 5 with the PROMPT of oh-my-zsh's robbyrussell theme ('➜  dir '), raw bytes as the pty gave them. The venv has numpy 2.2.6; scipy 1.11.4 requires numpy<1.28." \
+    "The shell: zsh 5 with the PROMPT of oh-my-zsh's robbyrussell theme ('➜  dir '), raw bytes as the pty gave them. The venv has numpy 2.2.6; scipy 1.11.4 requires numpy<1.28." \
     -- env ZDOTDIR="$HOMEDIR" zsh -i
 cat "$WORK/term-zsh-robbyrussell-numpy-downgrade.txt.raw" >>"$OUT/term-zsh-robbyrussell-numpy-downgrade.txt"
 
@@ -263,7 +263,7 @@ pip install -U numpy
 python -c "import pandas"
 CMDS
 session term-fish-numpy-abi.txt gpu-box 200 '> $' "$WORK/fish.commands" "$COMMON" \
-    "fish 3.6 with its default prompt ('user@host ~>'); fish redraws the command line at every key with cursor moves, so this is the screen the terminal showed (the pty's bytes replayed by pyte), as a user copies it. The venv has pandas 2.1.4 (its wheel built against NumPy 1.x; it requires numpy<2) with numpy 1.26.4." \
+    "The shell: fish 3.6 with its default prompt ('user@host ~>'); fish redraws the command line at every key with cursor moves, so this is the screen the terminal showed (the pty's bytes replayed by pyte), as a user copies it. The venv has pandas 2.1.4 (its wheel built against NumPy 1.x; it requires numpy<2) with numpy 1.26.4." \
     -- fish -i
 "$PYTE_PYTHON" "$WORK/src/render.py" 200 200 <"$WORK/term-fish-numpy-abi.txt.raw" >>"$OUT/term-fish-numpy-abi.txt"
 
@@ -277,7 +277,7 @@ pip install torch numpy
 python -m torch.utils.collect_env
 CMDS
 session term-fish-cpu-torch-unasked.txt laptop 200 '> $' "$WORK/fish-cpu.commands" "$COMMON" \
-    "fish 3.6 with its default prompt ('user@host ~>'); the screen the terminal showed (the pty's bytes replayed by pyte), as a user copies it. The host has no GPU and nothing asks for CUDA: the mirror's torch is the CPU build." \
+    "The shell: fish 3.6 with its default prompt ('user@host ~>'); the screen the terminal showed (the pty's bytes replayed by pyte), as a user copies it. The host has no GPU and nothing asks for CUDA: the mirror's torch is the CPU build." \
     -- fish -i
 "$PYTE_PYTHON" "$WORK/src/render.py" 200 200 <"$WORK/term-fish-cpu-torch-unasked.txt.raw" >>"$OUT/term-fish-cpu-torch-unasked.txt"
 
