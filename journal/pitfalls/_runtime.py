@@ -198,14 +198,34 @@ def probe_clears(later: Run, shows: Callable[[Run], object | None]) -> str | Non
     return f"the torch-env probe {where} on {later.host} no longer shows it"
 
 
-def probe_or_rerun(shows: Callable[[Run], object | None]) -> Callable[..., str | None]:
-    """A detector's ``resolves``: a later probe without the condition, or the same step run
-    again without the finding."""
+def probe_or_rerun(
+    shows: Callable[[Run], object | None], reads: Callable[[Run], bool] | None = None
+) -> Callable[..., str | None]:
+    """A detector's ``resolves`` (its docstring is the rule the catalogue prints): a later
+    torch-env probe that reads the condition (``reads``: what it is about is known, not
+    ``unavailable``) and no longer shows it; where the run has no such probe, the same step run
+    again without the finding, unless the finding was read from a probe (its ``probe`` fact):
+    only a probe shows that gone. A run that shows it again (in its probe or its output)
+    resolves nothing."""
     from journal.pitfalls.lifecycle import has_probes, rerun, went_through
 
     def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
-        return probe_clears(later, shows) or rerun(found, later, ids)
+        if found.id in ids:
+            return None
+        if torch_env(later) is not None and (reads is None or reads(later)):
+            # the probe decides: one that still shows the condition resolves nothing, even
+            # in the same step run again (a repeated condition is not reported again)
+            return probe_clears(later, shows)
+        if found.facts.get("probe") == TORCH_ENV:
+            return None
+        return rerun(found, later, ids)
 
+    resolves.__doc__ = (
+        "A later torch-env probe on the host that reads what the finding is about and no "
+        "longer shows it. Or, for a finding read from a step's output (not from a probe), the "
+        "same step (for an imported or interactive command, the same command) run again on "
+        "the host that went through without it and has no such probe."
+    )
     resolves.needs = lambda later: has_probes(later) or went_through(later)  # type: ignore[attr-defined]
     return resolves
 

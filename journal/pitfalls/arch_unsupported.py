@@ -30,6 +30,8 @@ from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "arch-unsupported"
 ORDER = 31
+#: Only its own ``resolves`` (below): not ``rerun`` besides, which a repeated probe fools.
+RESOLVED_BY = ()
 
 #: torch's own warning (torch/cuda/__init__.py), and the line after it.
 WARNING = re.compile(
@@ -138,6 +140,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 _advice(capability, rt.host_driver_cuda(subject, run)),
                 evidence,
                 run,
+                probe=rt.TORCH_ENV,
             )
             continue
         warned = run.grep(WARNING, "is not compatible with the current PyTorch", limit=1)
@@ -164,5 +167,15 @@ def detect(subject: Subject) -> Iterator[Finding]:
         )
 
 
-#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
-resolves = rt.probe_or_rerun(_from_probe)
+def _reads(run: Run) -> bool:
+    """Whether the run's torch-env probe knows torch's arch list and a GPU's capability (not
+    so where torch could not be imported, or no GPU was listed)."""
+    probed = rt.torch_env(run)
+    if not probed:
+        return False
+    archs = rt.known(rt.torch_of(probed[0]).get("arch_list"))
+    capabilities = [capability_of(d.get("capability")) for d in rt.devices(probed[0])]
+    return isinstance(archs, list) and bool(archs) and any(capabilities)
+
+
+resolves = rt.probe_or_rerun(_from_probe, _reads)

@@ -27,6 +27,8 @@ from journal.pitfalls.base import Finding, Run, Subject, finding
 
 ID = "driver-too-old"
 ORDER = 33
+#: Only its own ``resolves`` (below): not ``rerun`` besides, which a repeated probe fools.
+RESOLVED_BY = ()
 
 TOO_OLD = re.compile(
     r"The NVIDIA driver on your system is too old \(found version (?P<found>\d+)\)"
@@ -86,7 +88,13 @@ def _from_probe(run: Run) -> Finding | None:
             "(Triton, flashinfer JIT) and the newest CUDA features fail"
         )
     return finding(
-        ID, severity, title, _advice(torch_cuda, driver), [rt.probe_fact(run, event, fact)], run
+        ID,
+        severity,
+        title,
+        _advice(torch_cuda, driver),
+        [rt.probe_fact(run, event, fact)],
+        run,
+        probe=rt.TORCH_ENV,
     )
 
 
@@ -152,5 +160,14 @@ def detect(subject: Subject) -> Iterator[Finding]:
         )
 
 
-#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
-resolves = rt.probe_or_rerun(_from_probe)
+def _reads(run: Run) -> bool:
+    """Whether the run's torch-env probe read both sides: torch's CUDA (a version, or None for
+    a CPU build) and the CUDA the driver supports (NVML could be asked)."""
+    probed = rt.torch_env(run)
+    if not probed:
+        return False
+    cuda = rt.torch_of(probed[0]).get("cuda", {"unavailable": "not read"})
+    return not isinstance(cuda, dict) and rt.driver_cuda(probed[0]) is not None
+
+
+resolves = rt.probe_or_rerun(_from_probe, _reads)

@@ -24,6 +24,8 @@ from journal.pitfalls.nccl_changed import nccl_lines, output_versions, parse_ver
 
 ID = "nccl-skew"
 ORDER = 71
+#: Only its own ``resolves`` (below): not ``rerun`` besides, which a repeated probe fools.
+RESOLVED_BY = ()
 
 Version = tuple[int, int, int]
 
@@ -196,6 +198,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 systems,
                 [_probe_evidence(run, torch), *(e for _, e in systems), *(e for _, e in wheels)],
                 told,
+                probe=rt.TORCH_ENV,
             )
             imported = (run.probe("torch-env") or {}).get("torch_imported") is not False
             off = [(v, e) for v, e in wheels if v != torch]
@@ -210,6 +213,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
                     WHEEL_ADVICE.format(wheel=wheel, torch=_text(torch)),
                     [_probe_evidence(run, torch), *(e for _, e in off)],
                     run,
+                    probe=rt.TORCH_ENV,
                 )
             continue
         # Output alone: torch's NCCL from a check, the system's from env, ls or dpkg.
@@ -236,8 +240,10 @@ def _system_skew(
     systems: list[tuple[Version, Evidence]],
     evidence: list[Evidence],
     told: set[tuple],
+    **facts: str,
 ) -> Iterator[Finding]:
-    """The finding that torch's NCCL differs from the system's, once per host and versions."""
+    """The finding that torch's NCCL differs from the system's, once per host and versions
+    (``facts``: the probe it was read from)."""
     skewed = [(v, e) for v, e in systems if v != torch]
     signature = (run.host, "system", torch, tuple(sorted({v for v, _ in skewed})))
     if skewed and signature not in told:
@@ -250,6 +256,7 @@ def _system_skew(
             SKEW_ADVICE.format(system=system, torch=_text(torch)),
             evidence,
             run,
+            **facts,
         )
 
 
@@ -263,5 +270,13 @@ def _skewed(run: Run) -> bool:
     return any(v != torch for v, _ in systems) or any(v != torch for v, _ in wheels)
 
 
-#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
-resolves = rt.probe_or_rerun(_skewed)
+def _reads(run: Run) -> bool:
+    """Whether the run's torch-env probe read torch's NCCL and the system's side (its
+    ``system_nccl``, or at least its environment)."""
+    result = run.probe("torch-env")
+    if _from_probe(run) is None or not isinstance(result, dict):
+        return False
+    return isinstance(result.get("system_nccl"), dict) or isinstance(result.get("env"), dict)
+
+
+resolves = rt.probe_or_rerun(_skewed, _reads)

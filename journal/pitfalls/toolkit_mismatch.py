@@ -26,6 +26,8 @@ from journal.pitfalls.base import Finding, Run, Subject, finding
 
 ID = "toolkit-mismatch"
 ORDER = 34
+#: Only its own ``resolves`` (below): not ``rerun`` besides, which a repeated probe fools.
+RESOLVED_BY = ()
 
 #: torch.utils.cpp_extension's refusal. torch 2.11 raises it unformatted, with the versions
 #: after the template: `RuntimeError: ('The detected CUDA version (%s) mismatches the version
@@ -93,6 +95,7 @@ def _from_probe(run: Run) -> Finding | None:
         advise(rt.dotted(torch_cuda), rt.dotted(toolkit)),
         [rt.probe_fact(run, event, fact)],
         run,
+        probe=rt.TORCH_ENV,
     )
 
 
@@ -165,5 +168,21 @@ def detect(subject: Subject) -> Iterator[Finding]:
             )
 
 
-#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
-resolves = rt.probe_or_rerun(_from_probe)
+def _reads(run: Run) -> bool:
+    """Whether the run's torch-env probe read both sides: torch's CUDA and the toolkit (nvcc's
+    release, or a CUDA_HOME that names its version, or their absence: no toolkit builds
+    nothing against the wrong CUDA)."""
+    probed = rt.torch_env(run)
+    if not probed:
+        return False
+    env = probed[0]
+    torch_cuda = rt.major_minor(rt.known(rt.torch_of(env).get("cuda")))
+    if torch_cuda is None or "nvcc" not in env:
+        return False
+    nvcc = env["nvcc"]
+    why = str(nvcc.get("unavailable", "")) if isinstance(nvcc, dict) else ""
+    # an nvcc that failed or printed no release is not read; no nvcc at all is no toolkit
+    return "failed" not in why and "no release" not in why
+
+
+resolves = rt.probe_or_rerun(_from_probe, _reads)
