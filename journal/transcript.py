@@ -39,12 +39,15 @@ class PromptFamily:
     """One shell's prompt shape. ``pattern`` matches a whole prompt line, its ``cmd`` group the
     command (``user`` and ``host`` where the prompt names them). ``command_only``: the shape is
     also common in output (``% Total``, ``/usr/lib> ``, ``➜  Local: http://…``), so only a line
-    where what follows reads as a command (see :func:`_is_command`) is a prompt."""
+    where what follows reads as a command (see :func:`_is_command`) is a prompt. ``marks``:
+    strings one of which every line of the family holds, tested before the pattern (most output
+    lines hold none, and each line of a pasted session is asked)."""
 
     name: str
     pattern: re.Pattern[str]
     command_only: bool = False
     example: str = ""
+    marks: tuple[str, ...] = ()
 
 
 #: The prompt families, tried in order (the first that matches wins). Each is anchored at the
@@ -55,6 +58,7 @@ PROMPTS = (
         "zsh",
         re.compile("^" + _ENV + _WHO + r" [^\s%]{1,200} %(?: (?P<cmd>.*))?$"),
         example="user@MacBook-Pro ~ % pip install torch",
+        marks=(" %",),
     ),
     # fish's default `user@host ~/dir> `, ` [1]> ` after a failure (`[0|1]`: a pipeline's);
     # `# ` as root is the bash shape below.
@@ -65,18 +69,21 @@ PROMPTS = (
             r"(?: (?P<cmd>.*))?$"
         ),
         example="user@host ~/src [1]> pip install torch",
+        marks=(">",),
     ),
     # bash and most PS1s: `user@host:~/dir$ `, `root@host:/# `, `user@host ~$ `.
     PromptFamily(
         "bash",
         re.compile("^" + _ENV + _WHO + r"[:\s][^\n$#]{0,300}?\s?[$#] (?P<cmd>.*)$"),
         example="user@host:~/dir$ pip install torch",
+        marks=("$ ", "# "),
     ),
     # bash's `\w\$ ` alone: `~/src$ `, `/workspace$ `.
     PromptFamily(
         "bash-dir",
         re.compile("^" + _ENV + r"[~/][^\s$#>]{0,300}\$ (?P<cmd>\S.*)$"),
         example="~/src$ pip install torch",
+        marks=("$ ",),
     ),
     # Red Hat's `[user@host dir]$ `.
     PromptFamily(
@@ -86,18 +93,21 @@ PROMPTS = (
             r"\s?[$#] (?P<cmd>.*)$"
         ),
         example="[user@host dir]$ pip install torch",
+        marks=("$ ", "# "),
     ),
     # PowerShell's `PS C:\path> ` (and pwsh's `PS /home/user> `).
     PromptFamily(
         "powershell",
         re.compile("^" + _ENV + r"PS (?:" + _WINDOWS + r"|[~/][^<>|\n]{0,300})>(?: (?P<cmd>.*))?$"),
         example=r"(env) PS C:\Users\me> pip install torch",
+        marks=("PS ",),
     ),
     # Windows cmd's `C:\path>` (`$P$G`: no space before the command).
     PromptFamily(
         "cmd",
         re.compile("^" + _ENV + _WINDOWS + r">(?P<cmd>.*)$"),
         example=r"(base) C:\Users\me>pip install torch",
+        marks=(":\\",),
     ),
     # oh-my-zsh's robbyrussell theme: `➜  dir git:(main) ✗ ` (no mark ends it).
     PromptFamily(
@@ -107,6 +117,7 @@ PROMPTS = (
         ),
         command_only=True,
         example="➜  ~ pip install torch",
+        marks=("➜",),
     ),
     # zsh's own default `%m%# ` (`host% `) and the bare `% ` of csh and documentation.
     PromptFamily(
@@ -114,6 +125,7 @@ PROMPTS = (
         re.compile("^" + _ENV + r"(?P<host>[A-Za-z][\w.-]{0,127})?% (?P<cmd>\S.*)$"),
         command_only=True,
         example="gpu-box% pip install torch",
+        marks=("% ",),
     ),
     # fish without user@host: `~> `, `~/src> `.
     PromptFamily(
@@ -121,6 +133,7 @@ PROMPTS = (
         re.compile("^" + _ENV + r"[~/][^\s>]{0,300}> (?P<cmd>\S.*)$"),
         command_only=True,
         example="~/src> pip install torch",
+        marks=("> ",),
     ),
     # starship's and pure's `❯ ` (under a two-line prompt, oh-my-posh's `╰─❯ `).
     PromptFamily(
@@ -128,16 +141,16 @@ PROMPTS = (
         re.compile("^" + r"(?:[╰└]─{1,3} ?)?" + _ENV + r"❯ (?P<cmd>\S.*)$"),
         command_only=True,
         example="╰─❯ pip install torch",
+        marks=("❯",),
     ),
     # `$ ` and, where a command follows, `# `.
     PromptFamily(
         "bare",
         re.compile("^" + _ENV + r"(?P<mark>[$#]) (?P<cmd>\S.*)$"),
         example="$ pip install torch",
+        marks=("$ ", "# "),
     ),
 )
-#: What every prompt line holds one of (a cheap test before the patterns).
-_MARKS = ("$ ", "# ", "% ", ">", "➜", "❯")
 
 #: First words that make a ``# …`` line a command rather than a comment.
 COMMANDS = frozenset(
@@ -200,12 +213,25 @@ def _is_command(text: str) -> bool:
     return first in COMMANDS or first.startswith(("/", "./", "~/", "../")) or first.endswith(".sh")
 
 
+#: Any family's mark: most output lines hold none, and are no prompt after one search.
+_ANY_MARK = re.compile(
+    "|".join(
+        re.escape(m) for m in dict.fromkeys(mark for family in PROMPTS for mark in family.marks)
+    )
+)
+
+
 def prompt(line: str) -> tuple[str, str | None, str | None] | None:
     """(command, user, host) if ``line`` is a prompt line of one of :data:`PROMPTS`, else
     None. ``>>> `` (Python) is never a prompt; a bare ``# `` only before a command."""
-    if len(line) > 4000 or line.startswith(">>>") or not any(m in line for m in _MARKS):
+    if len(line) > 4000 or line.startswith(">>>") or not _ANY_MARK.search(line):
         return None
     for family in PROMPTS:
+        for mark in family.marks:
+            if mark in line:
+                break
+        else:
+            continue
         match = family.pattern.match(line)
         if match is None:
             continue

@@ -21,7 +21,7 @@ from journal.projections.metrics import (
     sample_sets,
 )
 from journal.projections.timeline import MetricView, StepRunView, Timeline
-from journal.projections.verdict import judge_sets
+from journal.projections.verdict import summary
 
 
 def figure(value: float | None, unit: str | None = None) -> str:
@@ -105,11 +105,11 @@ def series_dict(series: Series, steps: list[StepRunView]) -> dict[str, Any]:
     found = sample_sets(series)
     latest = None
     if found:
-        v = judge_sets(found[-1], found[-1], series.direction)
+        median, low, high, count = summary(found[-1])
         latest = {
-            "median": v.after,
-            "samples": v.after_count,
-            "spread": [v.after_low, v.after_high],
+            "median": median,
+            "samples": count,
+            "spread": [low, high],
             "time": found[-1][-1].ts,
             "run": found[-1][-1].run,
         }

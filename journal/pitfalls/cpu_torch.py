@@ -14,7 +14,10 @@ build string with `cpu` (`pytorch-1.12.1-py3.8_cpu_0` in conda's plan or collect
 `[conda]` lines).
 
 The finding is said only where a CUDA build is wanted. GPUs in sight (NVML in a `torch-env`
-probe, or `nvidia-smi` rows in the same transcript) make it an error. An install on the host
+probe, `nvidia-smi` rows or collect_env's GPU models in the same transcript, conda's `__cuda`
+virtual package) make it an error. A CUDA build the host had before (a snapshot, pip's or uv's
+uninstall lines, a conda plan going `cuda --> cpu`) replaced by the CPU one makes it a warning,
+whatever was asked. An install on the host
 that asked for a CUDA build (`…/whl/cu130`, conda's `pytorch-cuda=12.1` or `cudatoolkit=11.8`),
 or code that asked for CUDA (`Torch not compiled with CUDA enabled`), makes it a warning; on a
 host with no GPU in sight (NVML listing none, `nvidia-smi: command not found`, collect_env's

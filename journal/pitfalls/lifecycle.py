@@ -145,14 +145,9 @@ def installed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     if not again:
         return None
     variant = found.facts.get("variant")
-    from journal.versions import local_variant
 
     def fits(version: Any) -> bool:
-        if not variant:
-            return True
-        from journal.pitfalls.commands import same_variant
-
-        return isinstance(version, str) and same_variant(local_variant(version), variant)
+        return not variant or _in_variant(version, variant)
 
     if later.after is not None:
         diff = later.diff
@@ -175,6 +170,14 @@ def installed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     return f"{later.step} on {later.host} asked for it again and installed {shown}{what}"
 
 
+def _in_variant(version: Any, variant: str) -> bool:
+    """Whether an installed version (``2.12.0+cu130``) is of the variant asked for."""
+    from journal.pitfalls.commands import same_variant
+    from journal.versions import local_variant
+
+    return isinstance(version, str) and same_variant(local_variant(version), variant)
+
+
 def rolled_back(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     """A later `journal rollback` on the host reached its target set (no rollback-incomplete),
     and that set was recorded before the finding's run: the packages before that run
@@ -185,9 +188,9 @@ def rolled_back(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     if later.after is None or found.run is None:
         return None
     own = target.get("run") == found.run and target.get("phase") == "before"
-    event = target.get("event")
+    event = target.get("event")  # the target run's start: before the finding's run, or its own
     earlier = isinstance(event, int) and found.seq is not None and event < found.seq
-    if not (own or (earlier and target.get("run") != found.run)):
+    if not (own or earlier):
         return None
     return f"the rollback on {later.host} to {target.get('to') or 'an earlier set'} reached it"
 
@@ -275,10 +278,7 @@ def back_within(found: Finding, figure: Figure) -> str | None:
     threshold = found.facts.get("threshold", 0.05)
     if series is None or reference is None or plain(_series(figure)) != plain(series):
         return None
-    if figure.direction == "lower":
-        if figure.value > reference * (1 + threshold):
-            return None
-    elif figure.value < reference * (1 - threshold):
+    if not within(figure.value, reference, figure.direction, threshold):
         return None
     from journal.pitfalls._bench import DISPLAY
 
@@ -293,12 +293,12 @@ def back_within(found: Finding, figure: Figure) -> str | None:
     return f"{DISPLAY.get(figure.name, figure.name)} was back to {figure.value:,.2f}{unit}{against}"
 
 
-def measured(found: Finding, figure: Figure) -> str | None:
-    """A throughput measured on the host after the change (its tuning was re-evaluated)."""
-    if not figure.higher_is_better:
-        return None
-    unit = f" {figure.unit}" if figure.unit else ""
-    return f"a benchmark measured {figure.name} = {figure.value:g}{unit} after the change"
+def within(value: float, reference: float, direction: str, threshold: float) -> bool:
+    """Whether ``value`` is back within ``threshold`` (a fraction) of ``reference``: no lower
+    than it allows for a figure better higher, no higher for one better ``lower``."""
+    if direction == "lower":
+        return value <= reference * (1 + threshold)
+    return value >= reference * (1 - threshold)
 
 
 def plain(value: Any) -> Any:
@@ -317,7 +317,7 @@ def _series(figure: Figure) -> Any:
     return figure_key(figure)
 
 
-FIGURE_RULES: dict[str, FigureRule] = {"figure": back_within, "bench": measured}
+FIGURE_RULES: dict[str, FigureRule] = {"figure": back_within}
 
 
 # -- the fold -----------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from journal.pitfalls._bench import (
 )
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.pitfalls.commands import install_requests
-from journal.pitfalls.lifecycle import plain
+from journal.pitfalls.lifecycle import plain, within
 from journal.pitfalls.rollback_incomplete import reached
 
 ID = "nccl-changed"
@@ -304,13 +304,13 @@ def detect(subject: Subject) -> Iterator[Finding]:
             if before is None or before.version == seen.version:
                 continue
             found = _finding(subject, before, seen, order)
-            changer = next((r for r in subject.runs if r.key == found.run), None)
-            if changer is not None and reached(changer):
-                continue  # a rollback put back a set recorded before: judged when it was
-            yield found
+            if found is not None:
+                yield found
 
 
-def _finding(subject: Subject, before: Seen, after: Seen, order: dict[int, int]) -> Finding:
+def _finding(subject: Subject, before: Seen, after: Seen, order: dict[int, int]) -> Finding | None:
+    """The finding about the change between two looks (None where a rollback that reached
+    its target made it: it put back an NCCL recorded before, judged when it was)."""
     host = after.run.host
     start, end = order[id(before.run)], order[id(after.run)]
     candidates = [r for r in subject.runs[start + 1 : end + 1] if r.host == host] or [after.run]
@@ -319,6 +319,8 @@ def _finding(subject: Subject, before: Seen, after: Seen, order: dict[int, int])
         score, evidence = _changer(run)
         if score >= best and score > 0:
             best, changer, changed = score, run, evidence
+    if reached(changer):
+        return None
     spans = nccl_lines(subject)
     looks_before = [
         s for s in observations(before.run, spans[before.run.key]) if s.version == before.version
@@ -382,12 +384,15 @@ def exercises_nccl(figure: Figure) -> bool:
 
 def _baselines(subject: Subject, changer: Run) -> list[list[Any]]:
     """[series, baseline, direction] for each NCCL figure series measured on the changer's
-    host before it: the median of the latest run's samples of the series."""
+    host before it: the median of the series' latest set (the repeated samples of one run,
+    :func:`journal.projections.verdict.sets`)."""
     from statistics import median
+
+    from journal.projections.verdict import sets
 
     order = {run.key: i for i, run in enumerate(subject.runs)}
     until = order.get(changer.key, len(order))
-    latest: dict[Any, tuple[int, list[Figure], str]] = {}
+    points: dict[Any, list[tuple[int, Figure]]] = {}
     for figure, block in figures(subject):
         if figure.host != changer.host or figure.invalid or (block and block.problems()):
             continue
@@ -395,18 +400,12 @@ def _baselines(subject: Subject, changer: Run) -> list[list[Any]]:
             at, limit = figure.event, changer.event  # a recorded figure: by its event
         else:
             at, limit = order.get(figure.run or "", until), until  # pasted: its command's place
-        if at >= limit or not exercises_nccl(figure):
-            continue
-        key = figure_key(figure)
-        have = latest.get(key)
-        run = figure.run or str(at)
-        if have is None or (have[0] < at and have[2] != run):
-            latest[key] = (at, [figure], run)
-        elif have[2] == run:
-            have[1].append(figure)
+        if at < limit and exercises_nccl(figure):
+            points.setdefault(figure_key(figure), []).append((at, figure))
     out = []
-    for key, (_, samples, _run) in latest.items():
-        out.append([plain(key), median(f.value for f in samples), samples[0].direction])
+    for key, found in points.items():
+        latest = sets(f for _, f in sorted(found, key=lambda p: p[0]))[-1]
+        out.append([plain(key), median(f.value for f in latest), latest[0].direction])
     return out
 
 
@@ -419,9 +418,9 @@ def resolves_figure(found: Finding, figure: Figure) -> str | None:
     for series, baseline, direction in found.facts.get("baselines") or []:
         if series != key or not baseline:
             continue
-        change = (figure.value - baseline) / baseline
-        if (change < -THRESHOLD) if direction != "lower" else (change > THRESHOLD):
+        if not within(figure.value, baseline, direction, THRESHOLD):
             return None
+        change = (figure.value - baseline) / baseline
         unit = f" {figure.unit}" if figure.unit else ""
         shown = DISPLAY.get(figure.name, figure.name)
         return (

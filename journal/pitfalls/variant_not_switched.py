@@ -186,5 +186,5 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 f"+{variant}" + (f" and torch.version.cuda is {cuda}" if cuda else ""),
                 [run.command_evidence(), *evidence],
                 run,
-                **{**request_facts(req), "variant": variant},
+                **request_facts(req),
             )

@@ -199,6 +199,12 @@ def sets(points: Iterable[P]) -> list[list[P]]:
     return found
 
 
+def summary(points: Sequence[Point]) -> tuple[float, float, float, int]:
+    """One set as each side of a verdict shows it: its median, min, max and count."""
+    values = sorted(p.value for p in points)
+    return statistics.median(values), values[0], values[-1], len(values)
+
+
 def judge_sets(
     before: Sequence[Point], after: Sequence[Point], direction: str, control: bool = False
 ) -> Verdict:

@@ -29,7 +29,7 @@ from journal.projections.metrics import (
 )
 from journal.projections.metrics import changes as changes_of
 from journal.projections.timeline import MetricView, Timeline
-from journal.projections.verdict import NOISE_PERCENT, judge_sets
+from journal.projections.verdict import NOISE_PERCENT, summary
 from journal.web.output import page_of
 from journal.web.state import journal_or_404
 from journal.web.templating import wants_fragment
@@ -97,8 +97,7 @@ class ChangeRow:
         found = sample_sets(self.series)
         if self.change is not None or not found:
             return None
-        v = judge_sets(found[-1], found[-1], self.series.direction)
-        return v.after, v.after_low, v.after_high, v.after_count
+        return summary(found[-1])
 
     @property
     def untrusted(self) -> int:
