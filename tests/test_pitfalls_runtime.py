@@ -257,9 +257,10 @@ def test_cpu_torch_without_gpu_evidence_is_weaker(cpu_torch_output: tuple[str, s
     command, output = cpu_torch_output
     asked = one(linted(session((command, output))), "cpu-torch")
     assert asked.severity == "warning"  # something asked for CUDA, no GPU is known
+    # the version alone, with no GPU in sight and nothing asking for CUDA: what the host runs
     printed = output.split("Traceback")[0]
-    quiet = one(linted(session((command, printed))), "cpu-torch")
-    assert quiet.severity == "info"
+    assert "+cpu" in printed
+    assert [f for f in linted(session((command, printed))) if f.id == "cpu-torch"] == []
 
 
 def test_cpu_torch_from_the_probe() -> None:
@@ -269,9 +270,9 @@ def test_cpu_torch_from_the_probe() -> None:
     assert found.severity == "error"
     assert found.title == "torch 2.13.0+cpu is a CPU build, on a host with 1 GPU (NVIDIA H200)"
     assert found.evidence[0].event == 42 and found.evidence[0].line is None
-    # Without NVML the host's GPUs are unknown: information only.
+    # Without NVML the host's GPUs are unknown, and nothing asked for CUDA: no finding.
     env["nvml"] = {"unavailable": "NVML cannot start: Driver Not Loaded"}
-    assert one(probed(env), "cpu-torch").severity == "info"
+    assert [f for f in probed(env) if f.id == "cpu-torch"] == []
 
 
 def test_cpu_torch_near_miss_the_cuda_build() -> None:

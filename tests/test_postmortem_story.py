@@ -154,7 +154,10 @@ def test_story_key_has_the_stack_before_and_after_the_headline_and_the_findings(
     assert head["percent"] == 6.8
     states = [p["state"] for p in demo.doc["pitfalls"]]
     assert sum(story["findings"]["open"].values()) == states.count("open")
-    assert story["findings"]["resolved"] == states.count("resolved") >= 7
+    # nccl-changed is not among them: no figure that exercises NCCL was measured before the
+    # swap on either host, so none shows it harmless
+    assert story["findings"]["resolved"] == states.count("resolved") >= 5
+    assert "nccl-changed" not in {p["id"] for p in demo.doc["pitfalls"] if p["state"] == "resolved"}
     assert story["findings"]["open"]["warning"] >= 2  # the demo's two downgrade cascades
     assert any("first → worst → last" in line for line in story["lines"])
 
@@ -250,9 +253,12 @@ def test_action_items_are_the_open_findings_merged_and_linked(demo: Exports) -> 
     assert sorted(covered) == sorted(open_keys)  # each open finding once, nothing resolved
     assert len({(i["id"], i["advice_full"]) for i in items}) == len(items)
     # the demo's CPU benchmark on local is measured for real: a loaded machine may open a
-    # throughput-regression there too, so only the cascade is counted on
+    # throughput-regression there too, so only the cascade is counted on; nccl-changed stays
+    # open on both hosts (nothing measured NCCL before the swap)
     (cascade,) = [i for i in items if i["id"] == "downgrade-cascade"]
-    assert {i["id"] for i in items} <= {"downgrade-cascade", "throughput-regression"}
+    allowed = {"downgrade-cascade", "throughput-regression", "nccl-changed"}
+    assert {i["id"] for i in items} <= allowed
+    assert "nccl-changed" in {i["id"] for i in items}
     assert cascade["id"] == "downgrade-cascade" and cascade["count"] == 2
     assert cascade["hosts"] == ["local", "gpu-box"]
     assert [link["url"] for link in cascade["links"]] == [

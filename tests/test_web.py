@@ -193,7 +193,8 @@ def test_journals_page_lists_each_journal_with_progress_and_open_findings(
     assert re.search(rf'class="badge sev-warning"[^>]*>{tally["warning"]} warning<', html)
     assert ('class="badge sev-error"' in html) == bool(tally["error"])
     resolved = sum(1 for f in findings if f.state == "resolved")
-    assert resolved >= 7 and f"{resolved} resolved)</a>" in html
+    # nccl-changed stays open on both hosts: nothing measured NCCL before the swap
+    assert resolved >= 5 and f"{resolved} resolved)</a>" in html
     assert "2026" in html or re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", html)
     fragment = page(demo_client, "/", headers=HX)
     assert "<html" not in fragment and fragment.lstrip().startswith('<table class="journals"')
