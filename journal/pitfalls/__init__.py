@@ -76,4 +76,23 @@ def catalogue_markdown() -> str:
         for paragraph in body.split("\n\n"):
             if paragraph.strip():
                 lines.append(" ".join(paragraph.split()) + "\n")
+        rules = "".join(f"- {rule}\n" for rule in resolution_rules(module))
+        lines.append(f"Resolved by any of:\n\n{rules}")
     return "\n".join(lines)
+
+
+def resolution_rules(module: ModuleType) -> list[str]:
+    """What resolves a pitfall's findings, in words: the docstrings of the rules the lifecycle
+    applies to it (:func:`journal.pitfalls.lifecycle.rules_of`, so the catalogue cannot say
+    other than the code does), then the acknowledgement that closes any finding."""
+    from journal.pitfalls.lifecycle import rules_of
+
+    runs, figures = rules_of(module)
+    said = []
+    for rule in [*runs, *figures]:
+        text = " ".join((rule.__doc__ or "").strip().split("\n\n")[0].split())
+        text = text.replace("``", "`")
+        if text and text not in said:
+            said.append(text)
+    said.append("An acknowledgement (`journal pitfalls ack KEY --note …`).")
+    return said

@@ -216,7 +216,7 @@ def probe_or_rerun(
             # the probe decides: one that still shows the condition resolves nothing, even
             # in the same step run again (a repeated condition is not reported again)
             return probe_clears(later, shows)
-        if found.facts.get("probe") == TORCH_ENV:
+        if found.facts.get("probe") == TORCH_ENV or shows(later):
             return None
         return rerun(found, later, ids)
 
@@ -224,7 +224,7 @@ def probe_or_rerun(
         "A later torch-env probe on the host that reads what the finding is about and no "
         "longer shows it. Or, for a finding read from a step's output (not from a probe), the "
         "same step (for an imported or interactive command, the same command) run again on "
-        "the host that went through without it and has no such probe."
+        "the host that went through showing it nowhere and has no such probe."
     )
     resolves.needs = lambda later: has_probes(later) or went_through(later)  # type: ignore[attr-defined]
     return resolves

@@ -28,8 +28,7 @@ sight and nothing asked for CUDA, or the CPU build asked for: `…/whl/cpu`, `==
 
 One CPU build seen on a host is one finding, however many looks show it (a probe, `pip
 freeze`, a print): its evidence lists them, at the first; a CUDA build seen in between makes a
-later CPU build a new one. It is resolved by a later torch-env probe that no longer shows a
-CPU build, or the step run again without it.
+later CPU build a new one.
 """
 
 from __future__ import annotations
@@ -46,6 +45,9 @@ ID = "cpu-torch"
 ORDER = 30
 #: Judges a run by what came after it too: later looks at the same build join its evidence.
 LOOKS_AHEAD = True
+#: Only its own ``resolves`` (below): a later look at the same CPU build joins the first
+#: finding's evidence instead of making its own, so ``rerun`` alone would take it for gone.
+RESOLVED_BY = ()
 
 #: The exception line (not the `raise AssertionError("…")` source line of the traceback).
 NOT_COMPILED = re.compile(
@@ -268,5 +270,17 @@ def _cuda_advice(subject: Subject, run: Run) -> str:
     )
 
 
-#: Resolved by a later torch-env probe that no longer shows it, or the step run again without it.
-resolves = rt.probe_or_rerun(lambda run: _cpu_probe(run)[0])
+def _shows(run: Run) -> list[Evidence]:
+    """Whatever in ``run`` shows a CPU build: its probe, its output."""
+    return _cpu_probe(run)[0] or _cpu_lines(run)[0] or _printed_cpu(run)[0]
+
+
+def _reads(run: Run) -> bool:
+    """Whether the run's torch-env probe imported torch and read its CUDA."""
+    probed = rt.torch_env(run)
+    return bool(probed) and rt.torch_version(probed[0]) is not None and (
+        "cuda" in rt.torch_of(probed[0])
+    )
+
+
+resolves = rt.probe_or_rerun(_shows, _reads)

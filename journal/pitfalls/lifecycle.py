@@ -135,10 +135,14 @@ def same_request(found: Finding, later: Run) -> set[str]:
 
 
 def installed(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
-    """A later install on the host of the same request (see :func:`same_request`) took: the
-    package snapshots show the packages it asked for again changed, in the variant asked for
-    (or, without snapshots, its torch-env probe shows torch in it), and neither a no-op nor a
-    wrong variant was found about it."""
+    """A later install on the host of the same request took: the same package from the same
+    variant (an index of it, or a pin of it) or the same index, or, where the first request
+    named neither, with the same spec (the request repeated with `--reinstall`); the package
+    snapshots show it changed, in the variant asked for (without snapshots, the torch-env
+    probe shows torch in it), and neither a no-op nor a wrong variant was found about it. A pin
+    to another version, or the same name from another index, asked for something else.
+
+    (:func:`same_request` decides what the later install asked for again.)"""
     if ids & {"noop-install", "variant-not-switched"} or later.status not in WENT_THROUGH:
         return None
     again = same_request(found, later)
@@ -181,7 +185,7 @@ def _in_variant(version: Any, variant: str) -> bool:
 def rolled_back(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     """A later `journal rollback` on the host reached its target set (no rollback-incomplete),
     and that set was recorded before the finding's run: the packages before that run
-    (``before:STEP`` of it), or those of an earlier run. What the run changed is undone."""
+    (`before:STEP` of it), or those of an earlier run. What the run changed is undone."""
     target = later.rollback
     if not target or "rollback-incomplete" in ids or not went_through(later):
         return None
