@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from journal.demo.run import MATMUL
 from journal.events import PackagesSnapshotted
 from journal.store import EventStore
 from tests.helpers import journal, text, uv_binary
@@ -112,30 +113,41 @@ Make = Callable[..., Host]
 
 
 @pytest.fixture
-def real_host(house: Wheelhouse, tmp_path: Path) -> Make:
+def real_host(house: Wheelhouse, tmp_path: Path, request: pytest.FixtureRequest) -> Make:
     """Makes a fresh venv of the wheelhouse's set and a runbook with the given steps; the
     host names uv for rollbacks unless ``uv=False`` (then PATH holds none either, so that
-    pip rolls back); ``host_env`` is added to the host's env."""
+    pip rolls back); ``host_env`` is added to the host's env. With ``ssh=True`` the host is
+    reached through the real sshd on 127.0.0.1 (tests/conftest.py) instead of `local`."""
 
     def make(
-        steps: dict[str, str], uv: bool = True, host_env: dict[str, str] | None = None
+        steps: dict[str, str],
+        uv: bool = True,
+        host_env: dict[str, str] | None = None,
+        ssh: bool = False,
+        extra: str = "",
     ) -> Host:
         python = house.venv(tmp_path / "ml-env")
         env = tool_env() if uv else tool_env(PATH=_path_without_uv())
+        transport = "local"
+        if ssh:
+            server, home = request.getfixturevalue("sshd"), request.getfixturevalue("ssh_home")
+            env.update(HOME=home.env()["HOME"])
+            env.pop("SSH_AUTH_SOCK", None)
+            transport = server.alias
         host = Host(tmp_path, python, uv_binary(), env)
         shared = ("UV_CACHE_DIR", "UV_NO_CONFIG", "UV_PYTHON_DOWNLOADS", "PIP_CACHE_DIR")
         values = {**{k: env[k] for k in shared}, **(host_env or {})}
         table = ", ".join(f'{k} = "{v}"' for k, v in values.items())
         lines = [
             f'[journal]\nname = "{NAME}"\n',
-            f'[hosts.box]\nssh = "local"\npython = "{python}"\nenv = {{ {table} }}',
+            f'[hosts.box]\nssh = "{transport}"\npython = "{python}"\nenv = {{ {table} }}',
         ]
         if uv:
             lines.append(f'uv = "{host.uv}"')
         for name, command in steps.items():
             run = command.format(py=python, uv=host.uv)
             lines.append(f"\n[[steps]]\nname = \"{name}\"\nrun = '''{run}'''")
-        host.runbook.write_text("\n".join(lines) + "\n")
+        host.runbook.write_text("\n".join(lines) + "\n" + extra)
         return host
 
     return make
@@ -262,14 +274,16 @@ def test_pip_takes_numpy_down_and_pip_rolls_it_back_from_the_default_index(
 def test_a_passing_import_check_resolves_numpy_abi_and_a_rollback_leaves_none_open(
     real_host: Make, older: Wheelhouse, house: Wheelhouse
 ) -> None:
-    """The reported session: numpy taken down a major, the advice's import check run and
-    passing, then `journal rollback --to before:STEP`: no numpy-abi stays open."""
+    """The reported session, over the real sshd: numpy taken down a major, the advice's
+    import check run and passing, then `journal rollback --to before:STEP`: no numpy-abi stays
+    open."""
     check = "{py} -c 'import torch, numpy; print(torch.from_numpy(numpy.zeros(1)))'"
     folders = f"{house.wheels} {older.wheels}"
     host = real_host(
         {"pin-old-numpy": "{py} -m pip install numpy==1.26.4", "verify": check},
         uv=False,
         host_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": folders},
+        ssh=True,
     )
     pin = host.run("run", "step", "pin-old-numpy")
     assert _found(pin)["numpy-abi"]["severity"] == "warning"
@@ -287,16 +301,31 @@ def test_a_passing_import_check_resolves_numpy_abi_and_a_rollback_leaves_none_op
     assert still == []
 
 
+#: Code asking a CPU torch for CUDA: `AssertionError: Torch not compiled with CUDA enabled`.
+ASK_CUDA = "{py} -c 'import torch; torch.zeros(1).cuda()'"
+
+
+def _pitfalls(host: Host) -> list[dict]:
+    """Every finding of the journal (`journal pitfalls --all --format json`)."""
+    listed = host.journal("pitfalls", "--all", "--format", "json")
+    assert listed.returncode in (0, 1), text(listed.stderr)
+    return json.loads(listed.stdout)["findings"]
+
+
 def test_a_cpu_torch_on_a_host_with_no_gpu_is_no_finding_however_often_seen(
     real_host: Make,
 ) -> None:
-    """torch 2.13.0+cpu on a host with no GPU, where nothing asked for CUDA: the probe,
-    `pip freeze` and a print all show the CPU build, and none of them is a cpu-torch."""
+    """torch 2.13.0+cpu on a host with no GPU (over the real sshd), where nothing asked for
+    CUDA: the probe, `pip freeze` and a print all show the CPU build, and none of them is a
+    cpu-torch. Code then asking for CUDA makes one, the looks its evidence, and its advice is
+    no CUDA wheel for a host without GPUs."""
     host = real_host(
         {
             "freeze": "{py} -m pip freeze",
             "look": "{py} -c 'import torch; print(torch.__version__, torch.version.cuda)'",
-        }
+            "ask-cuda": ASK_CUDA,
+        },
+        ssh=True,
     )
     freeze = host.run("run", "step", "freeze")
     assert any("torch==2.13.0+cpu" in line for line in freeze["output_tail"])
@@ -308,6 +337,145 @@ def test_a_cpu_torch_on_a_host_with_no_gpu_is_no_finding_however_often_seen(
     assert listed.returncode == 0, text(listed.stderr)
     ids = [f["id"] for f in json.loads(listed.stdout)["findings"]]
     assert "cpu-torch" not in ids, ids
+    asked = host.journal("run", "step", "ask-cuda")
+    assert asked.returncode == 1, text(asked.stderr)
+    again = host.journal("run", "step", "look")  # one more look at the same build
+    assert again.returncode == 0, text(again.stderr)
+    (one,) = [f for f in _pitfalls(host) if f["id"] == "cpu-torch"]
+    assert one["state"] == "open" and one["severity"] == "warning"
+    assert "the code asked for CUDA, on a host with no GPU in sight" in one["title"]
+    evidence = " ".join(e["text"] for e in one["evidence"])
+    assert "torch==2.13.0+cpu" in evidence and "Torch not compiled with CUDA enabled" in evidence
+    assert "/whl/cu" not in one["advice"] and "/whl/cpu" in one["advice"]
+
+
+def test_no_cpu_torch_where_the_cpu_build_was_asked_for(real_host: Make, house: Wheelhouse) -> None:
+    """The CPU build pinned (`torch==2.13.0+cpu`, pip from a wheel folder, over the real
+    sshd): code asking it for CUDA fails, and that is the code's mistake, not the install's."""
+    host = real_host(
+        {"pin-cpu": "{py} -m pip install torch==2.13.0+cpu", "ask-cuda": ASK_CUDA},
+        uv=False,
+        host_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(house.wheels)},
+        ssh=True,
+    )
+    pin = host.run("run", "step", "pin-cpu")
+    satisfied = "Requirement already satisfied: torch==2.13.0+cpu"
+    assert any(satisfied in line for line in pin["output_tail"])
+    assert host.journal("run", "step", "ask-cuda").returncode == 1
+    assert host.journal("run", "probe", "torch-env").returncode == 0
+    ids = [f["id"] for f in _pitfalls(host)]
+    assert not {"cpu-torch", "noop-install"} & set(ids), ids
+
+
+def test_a_noop_is_not_resolved_by_a_pin_to_another_version_only_by_the_request_again(
+    real_host: Make, house: Wheelhouse, older: Wheelhouse
+) -> None:
+    """Over the real sshd: `uv pip install numpy` audits and changes nothing (numpy 2.2.6 is
+    there); `pip install numpy==1.26.4` asked for something else and leaves the no-op open;
+    `pip install --upgrade numpy`, the bare request again, took and resolves it."""
+    folders = f"{house.wheels} {older.wheels}"
+    host = real_host(
+        {
+            "numpy": "{uv} pip install --python {py} numpy",
+            "pin-old-numpy": "{py} -m pip install numpy==1.26.4",
+            "numpy-again": "{py} -m pip install --upgrade numpy",
+        },
+        host_env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": folders},
+        ssh=True,
+    )
+    noop = host.run("run", "step", "numpy")
+    assert any(re.match(r"(Audited|Checked) 1 package", line) for line in noop["output_tail"])
+    assert _found(noop)["noop-install"]["severity"] == "info"
+    host.run("run", "step", "pin-old-numpy")
+    assert _found(host.show(noop["run"]))["noop-install"]["state"] == "open"
+    again = host.run("run", "step", "numpy-again")
+    assert _changes(again)["numpy"] == ("1.26.4", "2.2.6", "upgraded")
+    first = _found(host.show(noop["run"]))["noop-install"]
+    assert first["state"] == "resolved" and first["resolved_by"]["run"] == again["run"]
+    assert "numpy 1.26.4 -> 2.2.6, as asked for" in first["resolved_by"]["why"]
+
+
+#: The demo's pure-Python benchmark (CPU time), `{py}` its python: NCCL cannot move it.
+CPU_BENCH = """
+[benchmarks.cpu-matmul]
+run = '''{py} -c "{matmul}"'''
+parser = "regex"
+pattern = 'matmul n=\\d+ sample \\d+: (?P<matmul_mflops>[0-9.]+) MFLOP/s'
+units = {{ matmul_mflops = "MFLOP/s" }}
+"""
+#: What a check of NCCL prints, read here from the installed `nvidia-nccl-cu13` (a CPU torch
+#: loads none), with the NCCL_* tuning of the host.
+NCCL_LOOK = (
+    "{py} -c \"import importlib.metadata as m; print('NCCL:', m.version('nvidia-nccl-cu13'))\""
+    " && env | grep '^NCCL_'"
+)
+
+
+def _nccl_wheels(folder: Path) -> Path:
+    """Two `nvidia-nccl-cu13` wheels built here (the real ones are 200 MB of CUDA library)."""
+    from journal.demo.wheels import _plain, build_wheel
+
+    folder.mkdir()
+    for version in ("2.27.7", "2.28.9"):
+        wheel = _plain("nvidia-nccl-cu13", "nvidia.nccl", version)
+        (folder / wheel.filename).write_bytes(build_wheel(wheel))
+    return folder
+
+
+def test_nccl_changed_stays_open_after_a_cpu_benchmark_and_a_fallen_allreduce(
+    real_host: Make, tmp_path: Path
+) -> None:
+    """Over the real sshd, pip taking nvidia-nccl-cu13 2.27.7 -> 2.28.9 on a host with
+    NCCL_ALGO tuned: the pure-Python benchmark after it resolves nothing, an allreduce 39.9%
+    below its baseline neither; one back within 5% of it does."""
+    host = real_host(
+        {
+            "nccl-old": "{py} -m pip install nvidia-nccl-cu13==2.27.7",
+            "look": NCCL_LOOK,
+            "nccl-new": "{py} -m pip install nvidia-nccl-cu13==2.28.9",
+        },
+        uv=False,
+        host_env={
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(_nccl_wheels(tmp_path / "nccl-wheels")),
+            "NCCL_ALGO": "Ring",
+        },
+        ssh=True,
+        extra=CPU_BENCH.format(py=tmp_path / "ml-env" / "bin" / "python", matmul=MATMUL),
+    )
+    allreduce = ("allreduce_busbw", "--unit", "GB/s", "--host", "box", "--label", "size=1GiB")
+
+    def record(value: str, *labels: str) -> None:
+        done = host.journal("record", "metric", allreduce[0], value, *allreduce[1:], *labels)
+        assert done.returncode == 0, text(done.stderr)
+
+    def bench(phase: str) -> None:
+        done = host.journal("run", "bench", "cpu-matmul", "--label", f"phase={phase}")
+        assert done.returncode == 0, text(done.stderr)
+
+    host.run("run", "step", "nccl-old")
+    host.run("run", "step", "look")
+    bench("before")
+    record("360.0", "--label", "phase=before")
+    change = host.run("run", "step", "nccl-new")
+    assert _changes(change)["nvidia-nccl-cu13"] == ("2.27.7", "2.28.9", "upgraded")
+    host.run("run", "step", "look")
+
+    def changed() -> dict:
+        (one,) = [f for f in _pitfalls(host) if f["id"] == "nccl-changed"]
+        return one
+
+    found = changed()
+    assert found["state"] == "open" and found["severity"] == "warning"
+    assert "2.27.7" in found["title"] and "2.28.9" in found["title"]
+    bench("after")
+    assert changed()["state"] == "open"  # a CPU matmul says nothing about NCCL
+    record("216.4", "--label", "phase=after")  # -39.9%
+    assert changed()["state"] == "open"
+    record("357.0", "--label", "phase=after")  # -0.8%
+    done = changed()
+    assert done["state"] == "resolved", done
+    assert "357" in done["resolved_by"]["why"] and "360" in done["resolved_by"]["why"]
 
 
 def test_a_reinstall_of_tiktoken_is_recorded_as_uv_printed_it(real_host: Make) -> None:

@@ -17,14 +17,14 @@ The finding is said only where a CUDA build is wanted. GPUs in sight (NVML in a 
 probe, `nvidia-smi` rows or collect_env's GPU models in the same transcript, conda's `__cuda`
 virtual package) make it an error. A CUDA build the host had before (a snapshot, pip's or uv's
 uninstall lines, a conda plan going `cuda --> cpu`) replaced by the CPU one makes it a warning,
-whatever was asked. An install on the host
-that asked for a CUDA build (`…/whl/cu130`, conda's `pytorch-cuda=12.1` or `cudatoolkit=11.8`),
-or code that asked for CUDA (`Torch not compiled with CUDA enabled`), makes it a warning; on a
-host with no GPU in sight (NVML listing none, `nvidia-smi: command not found`, collect_env's
-`Is CUDA available: False` with no GPU model) its advice is to look at the host's GPUs first or
-to ask for the CPU build, never a CUDA wheel the host cannot use. Anywhere else (no GPU in
-sight and nothing asked for CUDA, or the CPU build asked for: `…/whl/cpu`, `==x+cpu`, conda's
-`cpuonly`) a CPU build is what the host can run, and no finding.
+whatever was asked. An install on the host that asked for a CUDA build (`…/whl/cu130`, conda's
+`pytorch-cuda=12.1` or `cudatoolkit=11.8`), or code that asked for CUDA (`Torch not compiled
+with CUDA enabled`), makes it a warning; on a host with no GPU in sight (NVML listing none, no
+NVIDIA driver for NVML to load, `nvidia-smi: command not found`, collect_env's `Is CUDA
+available: False` with no GPU model) its advice is to look at the host's GPUs first or to ask
+for the CPU build, never a CUDA wheel the host cannot use. Anywhere else (no GPU in sight and
+nothing asked for CUDA, or the CPU build asked for: `…/whl/cpu`, `==x+cpu`, conda's `cpuonly`)
+a CPU build is what the host can run, and no finding.
 
 One CPU build seen on a host is one finding, however many looks show it (a probe, `pip
 freeze`, a print): its evidence lists them, at the first; a CUDA build seen in between makes a
@@ -189,12 +189,29 @@ def _gpu_hint(subject: Subject, run: Run) -> tuple[str, list[Evidence]] | None:
     return None
 
 
+#: Why NVML could not be asked, where that means the host has no NVIDIA driver: its library
+#: missing or not loaded (pynvml's NVMLError_LibraryNotFound, _DriverNotLoaded), or neither
+#: pynvml nor nvidia-smi, which every driver installs, there.
+NO_DRIVER = re.compile(
+    r"Library ?Not ?Found|Driver ?Not ?Loaded|nvidia-smi is not on PATH|"
+    r"libnvidia-ml\.so[.\d]*: cannot open",
+    re.I,
+)
+
+
 def _no_gpu_probed(subject: Subject, run: Run) -> Evidence | None:
-    """A torch-env probe of the host whose NVML (or nvidia-smi) lists no GPU."""
+    """A torch-env probe of the host whose NVML (or nvidia-smi) lists no GPU, or shows no
+    NVIDIA driver there (:data:`NO_DRIVER`)."""
     for other in rt.host_runs(subject, run):
         probed = rt.torch_env(other)
-        if probed and rt.nvml_devices(probed[0]) == [] and not rt.devices(probed[0]):
+        if not probed or rt.devices(probed[0]):
+            continue
+        if rt.nvml_devices(probed[0]) == []:
             return rt.probe_fact(other, probed[1], "no GPU listed by NVML")
+        nvml = probed[0].get("nvml")
+        why = nvml.get("unavailable") if isinstance(nvml, dict) else None
+        if isinstance(why, str) and NO_DRIVER.search(why):
+            return rt.probe_fact(other, probed[1], f"no NVIDIA driver in sight: {why}")
     return None
 
 
