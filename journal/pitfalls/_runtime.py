@@ -199,14 +199,18 @@ def probe_clears(later: Run, shows: Callable[[Run], object | None]) -> str | Non
 
 
 def probe_or_rerun(
-    shows: Callable[[Run], object | None], reads: Callable[[Run], bool] | None = None
+    shows: Callable[[Run], object | None],
+    reads: Callable[[Run], bool] | None = None,
+    detect: Callable[[Subject], Iterator[Finding]] | None = None,
 ) -> Callable[..., str | None]:
     """A detector's ``resolves`` (its docstring is the rule the catalogue prints): a later
     torch-env probe that reads the condition (``reads``: what it is about is known, not
     ``unavailable``) and no longer shows it; where the run has no such probe, the same step run
     again without the finding, unless the finding was read from a probe (its ``probe`` fact):
     only a probe shows that gone. A run that shows it again (in its probe or its output)
-    resolves nothing."""
+    resolves nothing: ``detect``, the detector's own, judges a rerun alone, since a condition
+    printed again on the host is not reported again and leaves the rerun no finding of its
+    own."""
     from journal.pitfalls.lifecycle import has_probes, rerun, went_through
 
     def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
@@ -218,7 +222,10 @@ def probe_or_rerun(
             return probe_clears(later, shows)
         if found.facts.get("probe") == TORCH_ENV or shows(later):
             return None
-        return rerun(found, later, ids)
+        why = rerun(found, later, ids)
+        if why and detect is not None and shows_alone(later, detect):
+            return None
+        return why
 
     resolves.__doc__ = (
         "A later torch-env probe on the host that reads what the finding is about and no "
@@ -228,6 +235,12 @@ def probe_or_rerun(
     )
     resolves.needs = lambda later: has_probes(later) or went_through(later)  # type: ignore[attr-defined]
     return resolves
+
+
+def shows_alone(run: Run, detect: Callable[[Subject], Iterator[Finding]]) -> bool:
+    """Whether ``detect`` finds anything in ``run`` judged on its own (what it printed, not
+    what the host's earlier runs showed)."""
+    return next(iter(detect(Subject("journal", [run]))), None) is not None
 
 
 def with_probe_findings(

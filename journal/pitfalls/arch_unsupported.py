@@ -178,4 +178,4 @@ def _reads(run: Run) -> bool:
     return isinstance(archs, list) and bool(archs) and any(capabilities)
 
 
-resolves = rt.probe_or_rerun(_from_probe, _reads)
+resolves = rt.probe_or_rerun(_from_probe, _reads, detect)

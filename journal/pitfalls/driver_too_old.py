@@ -170,4 +170,4 @@ def _reads(run: Run) -> bool:
     return not isinstance(cuda, dict) and rt.driver_cuda(probed[0]) is not None
 
 
-resolves = rt.probe_or_rerun(_from_probe, _reads)
+resolves = rt.probe_or_rerun(_from_probe, _reads, detect)

@@ -201,12 +201,13 @@ def rolled_back(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
 
 def restored(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     """A later snapshot on the host shows every package the finding is about back at (or
-    above) the version it had before."""
+    above) the version it had before, of the same build where it had one (`+cu128` back, not
+    a `+cpu` or `+cu130` of a higher version)."""
     was: Mapping[str, str] = found.facts.get("restore") or {}
     snapshot = later.after
     if not was or snapshot is None:
         return None
-    from journal.versions import parse_version
+    from journal.versions import local_variant, parse_version
 
     now = {}
     for name, version in was.items():
@@ -215,16 +216,29 @@ def restored(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
             return None
         if parse_version(entry["version"]) < parse_version(version):
             return None
+        if local_variant(version) and local_variant(entry["version"]) != local_variant(version):
+            return None
         now[name] = entry["version"]
     shown = ", ".join(f"{n} {v}" for n, v in now.items())
     return f"after {later.step} on {later.host}: {shown} again"
 
 
+#: What `pip check` and `uv pip check` print when nothing is broken.
+CHECK_CLEAN = ("No broken requirements found", "All installed packages are compatible")
+#: What a shell or python prints when the check itself never ran.
+CHECK_NEVER_RAN = ("No module named", "command not found", "No such file or directory")
+
+
 def pip_check(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
-    """A later `pip check` / `uv pip check` on the host found nothing broken."""
+    """A later `pip check` / `uv pip check` on the host found nothing broken: it said so
+    (`No broken requirements found.`, uv's `All installed packages are compatible`), or exited
+    0 where its exit status is known; one that never ran (`No module named pip`) says
+    nothing."""
     if "pip check" not in later.command or found.id in ids or later.exit_code not in (0, None):
         return None
-    if later.status not in WENT_THROUGH:
+    if later.status not in WENT_THROUGH or later.has(*CHECK_NEVER_RAN):
+        return None
+    if later.exit_code is None and not later.has(*CHECK_CLEAN):
         return None
     return f"`{later.command.strip()[:80]}` on {later.host} found no broken requirement"
 

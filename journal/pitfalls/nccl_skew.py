@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 
 from journal.pitfalls import _runtime as rt
-from journal.pitfalls._bench import probe_source
+from journal.pitfalls._bench import lines_with, probe_source
 from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 from journal.pitfalls.nccl_changed import nccl_lines, output_versions, parse_version, probe_nccl
 
@@ -256,6 +256,8 @@ def _system_skew(
             SKEW_ADVICE.format(system=system, torch=_text(torch)),
             evidence,
             run,
+            torch_nccl=_text(torch),
+            system_nccl=sorted({_text(v) for v, _ in skewed}),
             **facts,
         )
 
@@ -279,4 +281,23 @@ def _reads(run: Run) -> bool:
     return isinstance(result.get("system_nccl"), dict) or isinstance(result.get("env"), dict)
 
 
-resolves = rt.probe_or_rerun(_skewed, _reads)
+_probe_or_rerun = rt.probe_or_rerun(_skewed, _reads, detect)
+
+
+def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """A later torch-env probe on the host that reads torch's NCCL and the system's and no
+    longer shows them apart. Or, for a skew read from output, the same step (for an imported
+    or interactive command, the same command) run again on the host that went through and
+    printed neither side at its skewed version again (torch's NCCL at the same version, with
+    no system reading that now matches it, or the system's at the same skewed one)."""
+    if found.facts.get("torch_nccl") and found.facts.get("probe") != rt.TORCH_ENV:
+        spans = lines_with(later, "CCL", "ccl")
+        printed = {_text(v) for v, _ in output_versions(later, spans, limit=5)}
+        systems = {_text(v) for v, _ in _system_from_output(later, spans)}
+        torch, skewed = found.facts["torch_nccl"], set(found.facts.get("system_nccl") or ())
+        if (torch in printed and torch not in systems) or (systems & skewed):
+            return None
+    return _probe_or_rerun(found, later, ids)
+
+
+resolves.needs = _probe_or_rerun.needs  # type: ignore[attr-defined]

@@ -234,14 +234,16 @@ def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     them."""
     from journal.pitfalls.lifecycle import rerun
 
-    if ID in ids:
-        return None
     major = found.facts.get("major")
     if found.facts.get("kind") == "flip" and later.after is not None and major is not None:
+        # even where that flip back is a finding of its own (modules installed with the first
+        # flip, built for its major): this one's modules have their numpy again
         entry = later.after.get("numpy") or {}
         version = entry.get("version")
         if isinstance(version, str) and _major(version) == major:
             return f"after {later.step} on {later.host}: numpy {version}, the major it had before"
+    if ID in ids:
+        return None
     checked = import_check(found, later)
     if checked:
         return checked

@@ -185,4 +185,4 @@ def _reads(run: Run) -> bool:
     return "failed" not in why and "no release" not in why
 
 
-resolves = rt.probe_or_rerun(_from_probe, _reads)
+resolves = rt.probe_or_rerun(_from_probe, _reads, detect)

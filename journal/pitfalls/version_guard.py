@@ -26,6 +26,10 @@ from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
 
 ID = "version-guard"
 ORDER = 72
+#: Only its own ``resolves`` (below): a rerun that changed nothing leaves the skew in place.
+RESOLVED_BY = ()
+#: Environment variables that silence a check without mending what it checks.
+SKIPS = ("FLASHINFER_DISABLE_VERSION_CHECK", "SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK")
 
 FLASHINFER = re.compile(
     r"(?P<part>(?:amd-)?flashinfer-(?:cubin|jit-cache)) version \((?P<have>[^)\s]+)\) does not "
@@ -55,6 +59,13 @@ def _snapshot_skew(run: Run) -> tuple[str, str, str, Evidence] | None:
     if run.after is None or run.diff is None or run.diff.empty:
         return None
     if not any(run.diff.get(n) for n in ("flashinfer-python", *PARTS)):
+        return None
+    return _skew_in(run)
+
+
+def _skew_in(run: Run) -> tuple[str, str, str, Evidence] | None:
+    """The skew of flashinfer's wheels in ``run``'s snapshot after, whatever the run did."""
+    if run.after is None:
         return None
     main = (run.after.get("flashinfer-python") or {}).get("version")
     if not main:
@@ -121,4 +132,25 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 "https://flashinfer.ai/whl`), or uninstall it",
                 [run.command_evidence(), evidence],
                 run,
+                kind="snapshot",
             )
+
+
+def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
+    """The same step (for an imported or interactive command, the same command) went through
+    again on the host without the finding, with no version check turned off
+    (`FLASHINFER_DISABLE_VERSION_CHECK`, `SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK`) and, where it
+    has a package snapshot, flashinfer's wheels at one version in it; or any later snapshot on
+    the host with them at one version, for a skew the snapshots showed."""
+    from journal.pitfalls.lifecycle import rerun
+
+    if ID in ids or any(skip in later.command for skip in SKIPS) or _skew_in(later):
+        return None
+    if later.after is not None and found.facts.get("kind") == "snapshot":
+        main = (later.after.get("flashinfer-python") or {}).get("version")
+        if main:
+            return f"after {later.step} on {later.host}: flashinfer's wheels at {main}"
+    return rerun(found, later, ids)
+
+
+resolves.needs = lambda later: True  # type: ignore[attr-defined]
