@@ -248,6 +248,9 @@ def main() -> None:
                     ("status", ["status"]),
                     ("show", ["show", "h000000003"]),
                     ("log --step noop", ["log", "--step", "noop"]),
+                    # the findings and the one verdict over figures (issue 26)
+                    ("pitfalls --all", ["pitfalls", "--all", "--format", "json"]),
+                    ("export postmortem", ["export", "postmortem", "--format", "md"]),
                 )
             }
             ratio = step / base
