@@ -211,7 +211,7 @@ def probe_or_rerun(
     resolves nothing: ``detect``, the detector's own, judges a rerun alone, since a condition
     printed again on the host is not reported again and leaves the rerun no finding of its
     own."""
-    from journal.pitfalls.lifecycle import has_probes, rerun, went_through
+    from journal.pitfalls.lifecycle import SAME, has_probes, rerun, went_through
 
     def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
         if found.id in ids:
@@ -234,6 +234,7 @@ def probe_or_rerun(
         "the host that went through showing it nowhere and has no such probe."
     )
     resolves.needs = lambda later: has_probes(later) or went_through(later)  # type: ignore[attr-defined]
+    resolves.refused_by = frozenset({SAME})  # type: ignore[attr-defined]
     return resolves
 
 

@@ -27,6 +27,8 @@ Rule = Callable[[Finding, Run, frozenset[str]], str | None]
 
 #: Runs whose command went through (an imported command's exit status is unknown).
 WENT_THROUGH = ("succeeded", "imported", "no change")
+#: In a rule's ``refused_by``: the run's own finding of the same pitfall.
+SAME = "(the same pitfall)"
 
 
 @dataclass
@@ -268,11 +270,14 @@ def has_snapshot(later: Run) -> bool:
 # What a run must have for each rule to resolve anything: checked once per run and rule.
 rerun.needs = went_through  # type: ignore[attr-defined]
 probe.needs = has_probes  # type: ignore[attr-defined]
-installed.needs = lambda later: "install" in later.command  # type: ignore[attr-defined]
+installed.needs = lambda later: "install" in later.command and later.status in WENT_THROUGH  # type: ignore[attr-defined]
 rolled_back.needs = lambda later: bool(later.rollback)  # type: ignore[attr-defined]
 restored.needs = has_snapshot  # type: ignore[attr-defined]
 pip_check.needs = lambda later: "pip check" in later.command  # type: ignore[attr-defined]
 probed.needs = has_probes  # type: ignore[attr-defined]
+for _rule in (rerun, probe, pip_check):
+    _rule.refused_by = frozenset({SAME})  # type: ignore[attr-defined]
+installed.refused_by = frozenset({"noop-install", "variant-not-switched"})  # type: ignore[attr-defined]
 
 RULES: dict[str, Rule] = {
     "rerun": rerun,
@@ -407,7 +412,7 @@ class Lifecycle:
         _load_rules()
         gone = []
         for id in self.ids(later.host):
-            rules = [r for r in _RULES.get(id, ([rerun], []))[0] if _applies(r, later)]
+            rules = [r for r in _RULES.get(id, ([rerun], []))[0] if _applies(r, later, id, ids)]
             if rules:
                 gone += self._offer(later.host, id, lambda f, rs=rules: _by_run(f, later, ids, rs))
         return gone
@@ -445,11 +450,19 @@ class Lifecycle:
 id_of = id
 
 
-def _applies(rule: Rule, later: Run) -> bool:
-    """Whether ``rule`` could resolve anything with ``later`` (asked once per run and rule,
-    before any finding is looked at)."""
+def _applies(rule: Rule, later: Run, id: str, ids: frozenset[str]) -> bool:
+    """Whether ``rule`` could resolve anything of pitfall ``id`` with ``later`` (whose own
+    findings have the ids ``ids``): asked once per run, pitfall and rule, before any finding
+    is looked at. A rule's ``needs`` is what the run must have; its ``refused_by``, the ids of
+    the run's own findings that keep it from resolving anything (``SAME``: the pitfall's own),
+    so that a host with thousands of open findings of a pitfall costs nothing for the many
+    runs that cannot resolve them."""
+    refused = getattr(rule, "refused_by", ())
+    if refused and (ids & refused or (SAME in refused and id in ids)):
+        return False
     need = getattr(rule, "needs", None)
     return need is None or need(later)
+
 
 
 def _by_run(

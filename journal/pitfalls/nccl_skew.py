@@ -301,3 +301,4 @@ def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
 
 
 resolves.needs = _probe_or_rerun.needs  # type: ignore[attr-defined]
+resolves.refused_by = _probe_or_rerun.refused_by  # type: ignore[attr-defined]

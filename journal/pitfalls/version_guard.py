@@ -153,4 +153,4 @@ def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     return rerun(found, later, ids)
 
 
-resolves.needs = lambda later: True  # type: ignore[attr-defined]
+resolves.refused_by = frozenset({"version-guard"})  # type: ignore[attr-defined]
