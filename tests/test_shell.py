@@ -178,6 +178,22 @@ def started(db: Path, command: str) -> None:
         time.sleep(0.05)
 
 
+def running(argv: list[str]) -> None:
+    """Wait until a process of exactly ``argv`` runs (the shell has handed the terminal to
+    it): a keystroke such as Ctrl-Z sent before then reaches the shell, not the command."""
+    wanted = ("\0".join(argv) + "\0").encode()
+    end = time.monotonic() + WAIT_S
+    while True:
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and (proc / "cmdline").read_bytes() == wanted:
+                    return
+            except OSError:
+                continue
+        assert time.monotonic() < end, f"{argv!r} never ran"
+        time.sleep(0.05)
+
+
 def start(tmp_path: Path, rb: Path, env: dict[str, str], *more: str) -> Pty:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
@@ -349,9 +365,11 @@ def test_a_shell_killed_mid_command_leaves_it_interrupted(tmp_path: Path, demo: 
 
 
 def test_marks_are_taken_out_however_the_stream_is_cut() -> None:
-    stream = b"a\x1b]7733;C;ZWNobyBoaQ==;Lw==;0\x07hi\r\n\x1b]7733;P;0;Lw==\x07$ \x1b[0m"
+    nonce = "0123456789abcdef0123456789abcdef"
+    head = b"\x1b]7733;" + nonce.encode() + b";"
+    stream = b"a" + head + b"C;ZWNobyBoaQ==;Lw==;0\x07hi\r\n" + head + b"P;0;Lw==\x07$ \x1b[0m"
     for size in (1, 2, 3, 7, len(stream)):
-        marks = Marks()
+        marks = Marks(nonce)
         pieces: list = []
         for at in range(0, len(stream), size):
             pieces += marks.feed(stream[at : at + size])
@@ -360,11 +378,11 @@ def test_marks_are_taken_out_however_the_stream_is_cut() -> None:
         found = [p for p in pieces if isinstance(p, Mark)]
         assert [(m.kind, m.text(0)) for m in found] == [("C", "echo hi"), ("P", "")]
         assert found[0].text(1) == "/" and found[1].fields[0] == "0"
-    assert Marks().feed(b"\x1b]0;title\x07") == [b"\x1b]0;title\x07"]  # others pass
-    marks = Marks()
+    assert Marks(nonce).feed(b"\x1b]0;title\x07") == [b"\x1b]0;title\x07"]  # others pass
+    marks = Marks(nonce)
     assert marks.feed(b"vi\x1b") == [b"vi"] and marks.idle() == b"\x1b"
     assert marks.feed(b"\x1b]77") == [] and marks.idle() == b"\x1b]77"
-    assert marks.feed(b"\x1b]7733;P;0") == [] and marks.idle() == b""  # a mark under way
+    assert marks.feed(head + b"P;0") == [] and marks.idle() == b""  # a mark under way
 
 
 def test_which_commands_change_packages_and_with_which_python() -> None:
@@ -395,7 +413,7 @@ def test_which_commands_change_packages_and_with_which_python() -> None:
     assert outcome_of(0) == ("succeeded", None, None)
     assert outcome_of(2)[0] == "failed"
     assert outcome_of(130)[:2] == ("interrupted", "SIGINT")
-    assert "export A='x y'" in bash_rc({"A": "x y"}, remote=False)
+    assert "export A='x y'" in bash_rc({"A": "x y"}, remote=False, nonce="0123456789abcdef")
 
 
 SECRET = "hf_" + "q7Wx2Lp9Zr4Tb6Yk1Nm8Vc3Hd5Jg0Fs"
@@ -422,6 +440,7 @@ def test_secrets_and_unechoed_input_are_not_recorded_and_ctrl_z_stops(
         assert b"n1\r\nn2\r\n" in shell.type("done")
         os.write(shell.fd, b"sleep 30\r")
         started(tmp_path / "journal.db", "sleep 30")
+        running(["sleep", "30"])
         os.write(shell.fd, b"\x1a")  # Ctrl-Z: a job of the shell now
         shell.expect(PROMPT)
         shell.type("kill -9 %1")

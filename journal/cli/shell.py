@@ -71,7 +71,7 @@ def shell(ctx: Context, args: argparse.Namespace) -> int:
         raise BadInput("journal shell needs a terminal on its standard input")
     from journal.service.shell import ShellSession
     from journal.service.steps import connect, ensure_opened
-    from journal.transport import transport_for
+    from journal.transport import ConnectFailed, transport_for
 
     store = ctx.store
     ensure_opened(store, runbook)
@@ -83,7 +83,11 @@ def shell(ctx: Context, args: argparse.Namespace) -> int:
     session = ShellSession(store, runbook, host, transport, probe=args.probe)
     try:
         term = None
-        term = open_terminal(ctx, runbook, host, transport)
+        try:
+            term = open_terminal(ctx, runbook, host, transport, session.nonce)
+        except ConnectFailed as exc:
+            print(f"journal: {host.name}: {exc}", file=sys.stderr)
+            return 255
         if args.note:
             session.add_note(args.note)
         print(
@@ -108,8 +112,10 @@ def shell(ctx: Context, args: argparse.Namespace) -> int:
     return status if status is not None and status >= 0 else 0
 
 
-def open_terminal(ctx: Context, runbook: Runbook, host: Host, transport: Any) -> Any:
-    from journal.service.shell import bash_rc, remote_command, zsh_files
+def open_terminal(ctx: Context, runbook: Runbook, host: Host, transport: Any, nonce: str) -> Any:
+    """The session's shell, its hooks' marks led by ``nonce`` (written into its rc file
+    only: no command line, environment or terminal ever holds it)."""
+    from journal.service.shell import RC_UPLOAD, bash_rc, remote_command, zsh_files
     from journal.transport.interactive import LocalTerminal, SshTerminal, window_size
 
     size = window_size(0)
@@ -130,11 +136,13 @@ def open_terminal(ctx: Context, runbook: Runbook, host: Host, transport: Any) ->
             if "ZDOTDIR" in os.environ:
                 env["__JOURNAL_ZDOTDIR"] = os.environ["ZDOTDIR"]
             env["ZDOTDIR"] = "{dir}"
-            return LocalTerminal([zsh, "-i"], env, size, zsh_files(exports, journal))
+            files = zsh_files(exports, journal, nonce=nonce)
+            return LocalTerminal([zsh, "-i"], env, size, files)
         bash = shutil.which("bash") or "/bin/bash"
-        rc = bash_rc(exports, remote=False, journal=journal)
+        rc = bash_rc(exports, remote=False, journal=journal, nonce=nonce)
         return LocalTerminal([bash, "--rcfile", "{dir}/bashrc", "-i"], env, size, {"bashrc": rc})
-    return SshTerminal(transport, remote_command(bash_rc(exports, remote=True)), term, size)
+    rc = bash_rc(exports, remote=True, nonce=nonce)
+    return SshTerminal(transport, remote_command, term, size, rc=rc, upload=RC_UPLOAD)
 
 
 class _Screen:
@@ -174,7 +182,7 @@ def relay(term: Any, session: Any) -> int | None:
     """Pass the terminal through until the shell ends; record as the marks say."""
     from journal.service.shell import ACK, Mark, Marks
 
-    marks = Marks()
+    marks = Marks(session.nonce)  # output that does not carry the nonce is output
     screen = _Screen(1)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -259,6 +267,10 @@ def _on_mark(mark: Any, term: Any, session: Any, screen: _Screen, ack: bytes) ->
             if mark.fields[2:3] == ("1",):
                 term.write(ack)  # the hook waits for it: the command goes on now
     elif mark.kind == "P":
+        from journal.service.shell import reported_secrets
+
+        # learnt before the command's end is recorded: its output not stored yet is masked
+        session.learn(reported_secrets(mark.raw(2)))
         try:
             code = int(mark.fields[0])
         except (IndexError, ValueError):

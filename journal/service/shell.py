@@ -2,17 +2,37 @@
 
 The shell on the host is started with an integration of this session only (a temporary rc
 file: bash ``--rcfile``, nothing written to the user's dotfiles) whose hooks print private
-OSC marks (in the spirit of OSC 133) on the terminal's stream:
+OSC marks (in the spirit of OSC 133) on the terminal's stream, each led by the session's
+nonce (:func:`new_nonce`, see below):
 
-- ``ESC ] 7733 ; C ; <base64 command> ; <base64 cwd> ; <wait> BEL`` as a command starts
-  (``PS0``: the line as history holds it, where it runs). With ``wait`` 1 (the line names
-  pip, uv, conda, mamba or micromamba) the hook then blocks until journal answers with a
-  newline on the terminal's input, not echoed: journal takes the package snapshot before the
-  command first, when the command changes packages.
-- ``ESC ] 7733 ; P ; <exit status> ; <base64 cwd> BEL`` as a prompt is drawn
-  (``PROMPT_COMMAND``'s first act): the end of the command that ran, if one did.
-- ``ESC ] 7733 ; N ; <base64 arguments> BEL``: ``journal note …`` typed in an SSH session
-  (a shell function there; a local session's own ``journal`` finds the same database).
+- ``ESC ] 7733 ; <nonce> ; C ; <base64 command> ; <base64 cwd> ; <wait> ; <base64 where>
+  BEL`` as a command starts (``PS0``: the line as history holds it, where it runs). With
+  ``wait`` 1 (the line names pip, uv, conda, mamba or micromamba) the hook then blocks until
+  journal answers with a newline on the terminal's input, not echoed: journal takes the
+  package snapshot before the command first, when the command changes packages.
+- ``ESC ] 7733 ; <nonce> ; P ; <exit status> ; <base64 cwd> ; <base64 secrets> BEL`` as a
+  prompt is drawn (``PROMPT_COMMAND``'s first act): the end of the command that ran, if one
+  did; and, when they changed, the shell's secret-named environment variables
+  (``NAME=value``, NUL separated; the names that :data:`journal.redact.SECRET_NAME`
+  matches, as for a runbook's env), whose values are redacted from then on in everything
+  the session records, as the runbook's secrets are. Exported ones only: the environment is
+  what the rule was made for, and shells' own hooks keep unexported state under such names
+  (pyenv-virtualenv's ``_PYENV_VH_PWD`` holds the working directory). A value a command
+  line assigns literally (``API_TOKEN=… cmd``, exported or not) is learnt as the command
+  starts, before its output (:func:`assigned_secrets`).
+- ``ESC ] 7733 ; <nonce> ; N ; <base64 arguments> BEL``: ``journal note …`` typed in an SSH
+  session (a shell function there; a local session's own ``journal`` finds the same
+  database).
+
+Host output is untrusted: a command may print these very sequences. The nonce is what tells
+the hooks' marks from output: 128 random bits made for each session, written into the rc file
+as a shell variable that is never exported (a child process's environment, and the shell's
+own ``/proc/PID/environ``, never hold it), never on a command line (the rc reaches an SSH
+host on a channel's standard input, not in the command sshd runs), and never printed (the
+rc file removes itself as the shell reads it; the hooks turn ``xtrace`` off while they
+run). A command's output cannot learn it, so it cannot forge a mark: a sequence that is not
+led by it is output like any other byte, recorded and shown as printed. Should the nonce
+be printed after all (``echo $__journal_nonce``, ``set``), the record has it masked.
 
 :class:`Marks` takes them out of the byte stream (the user's terminal never sees them);
 :class:`ShellSession` records each command as a step run of kind ``interactive``: its exact
@@ -31,6 +51,7 @@ import getpass
 import os
 import posixpath
 import re
+import secrets
 import shlex
 import signal
 import socket
@@ -44,7 +65,7 @@ from journal.pitfalls.base import Finding
 from journal.pitfalls.commands import install_requests, shell_pieces
 from journal.projections.packages import change_text, diff_packages
 from journal.recorder import OutputRecorder
-from journal.redact import Redactor
+from journal.redact import MIN_VALUE_LENGTH, SECRET_NAME, Redactor
 from journal.runbook import Host, Runbook
 from journal.service.checks import HostChecks
 from journal.store import EventStore
@@ -62,14 +83,42 @@ KIND = "interactive"
 GONE = ("interrupted", "interrupted (the shell ended)")
 #: The ack journal types (not echoed) to let a command whose hook waits go on.
 ACK = b"\n"
+#: The shell variable that holds the session's nonce (never exported).
+NONCE_VAR = "__journal_nonce"
 
-#: What the bash and zsh hooks share: base64, which lines wait, which env they act on.
+
+def new_nonce() -> str:
+    """A session's secret: what leads every mark of its hooks (128 random bits, hex)."""
+    return secrets.token_hex(16)
+
+
+def names_ere(pattern: re.Pattern[str] = SECRET_NAME) -> str:
+    """The secret-name rule (:data:`~journal.redact.SECRET_NAME`) as a POSIX extended regex
+    that bash's and zsh's ``=~`` read alike (case folded into ``[Tt]`` classes): the hooks
+    pick the variables to report by it, journal judges each again by the rule itself. A
+    form the shells might read otherwise (an escape, a class, an inline flag) gives ``.``:
+    every variable is reported, and only the rule decides."""
+    source = pattern.pattern.replace("(?i)", "", 1).replace("(?:", "(")
+    if re.search(r"\\|\[|\(\?|\{", source):
+        return "."
+    if pattern.flags & re.IGNORECASE:
+        source = re.sub(r"[A-Za-z]", lambda m: f"[{m[0].upper()}{m[0].lower()}]", source)
+    return source
+
+
+#: What the bash and zsh hooks share: base64, which lines wait, which env they act on, the
+#: nonce (set, then never exported, even under ``set -a``) and the secret-name rule.
 _COMMON = r"""__journal_b64() { builtin printf '%s' "$1" | base64 | tr -d '\n'; }
 __journal_wait_re='(^|[^[:alnum:]_.-])(pip[0-9.]*|uv|conda|mamba|micromamba)([[:space:]]|$)'
 __journal_where() {  # which env a package command acts on: journal takes its snapshots there
   builtin printf '%s\n' "${VIRTUAL_ENV-}" "${CONDA_PREFIX-}" "$(command -v python3)" \
     "$(command -v python)" "$(command -v pip)" "$(command -v pip3)"
 }
+__journal_nonce=__NONCE__
+__journal_names=__NAMES__
+__journal_sent=
+__journal_said=
+__UNEXPORT__ __journal_nonce __journal_names __journal_sent __journal_said
 """
 
 _BASH_RC = r"""# journal shell: this session's shell integration (this file removes itself)
@@ -93,20 +142,38 @@ HISTIGNORE=
 [[ ${HISTSIZE-} == 0 ]] && HISTSIZE=500
 set -o history
 __COMMON__
+__journal_secrets() {  # $__journal_said: the secret-named exported variables, if they changed
+  local n IFS=$' \t\n' s=()
+  __journal_said=
+  for n in $(compgen -e); do
+    [[ $n =~ $__journal_names ]] && s+=("$n=${!n-}")
+  done
+  IFS=$'\037'
+  [[ ${s[*]-} == "$__journal_sent" ]] && return 0
+  __journal_sent=${s[*]-}
+  (( ${#s[@]} )) && __journal_said=$(builtin printf '%s\0' "${s[@]}" | base64 | tr -d '\n')
+  return 0
+}
 __journal_preexec() {
+  { set +x; } 2>/dev/null  # PS0's subshell: the nonce is never traced
   local c e w=0
   c=$(HISTTIMEFORMAT= builtin history 1)
   [[ $c =~ ^\ *[0-9]+[*\ ]\  ]] && c=${c:${#BASH_REMATCH[0]}}
   [[ $c =~ $__journal_wait_re ]] && w=1
   (( w )) && e=$(__journal_b64 "$(__journal_where)")
-  builtin printf '\033]7733;C;%s;%s;%s;%s\007' "$(__journal_b64 "$c")" \
+  builtin printf '\033]7733;%s;C;%s;%s;%s;%s\007' "$__journal_nonce" "$(__journal_b64 "$c")" \
     "$(__journal_b64 "$PWD")" "$w" "$e" >/dev/tty
   if (( w )); then builtin read -r -s -t 300 __journal_ack </dev/tty; fi
   return 0
 }
 __journal_precmd() {
-  local rc=$?
-  builtin printf '\033]7733;P;%s;%s\007' "$rc" "$(__journal_b64 "$PWD")" >/dev/tty
+  local rc=$? x=
+  [[ $- == *x* ]] && { x=1; set +x; } 2>/dev/null
+  __journal_secrets
+  builtin export -n __journal_sent __journal_said  # `set -a` exports what is assigned
+  builtin printf '\033]7733;%s;P;%s;%s;%s\007' "$__journal_nonce" "$rc" \
+    "$(__journal_b64 "$PWD")" "$__journal_said" >/dev/tty
+  [[ -n $x ]] && set -x
   return $rc
 }
 PS0='$(__journal_preexec)'"${PS0-}"
@@ -118,9 +185,12 @@ __FUNCTIONS__
 _REMOTE_FUNCTIONS = r"""journal() {
   if [[ ${1-} == note ]]; then
     shift
-    local a
+    local a x=
+    [[ $- == *x* ]] && { x=1; set +x; } 2>/dev/null
     a=$(builtin printf '%s\037' "$@")
-    builtin printf '\033]7733;N;%s\007' "$(__journal_b64 "$a")" >/dev/tty
+    builtin printf '\033]7733;%s;N;%s\007' "$__journal_nonce" "$(__journal_b64 "$a")" >/dev/tty
+    [[ -n $x ]] && set -x
+    return 0
   else
     builtin echo "journal: only \`journal note …\` works inside \`journal shell\` over SSH" >&2
     return 2
@@ -129,15 +199,26 @@ _REMOTE_FUNCTIONS = r"""journal() {
 """
 
 
-def bash_rc(exports: dict[str, str], remote: bool, journal: list[str] | None = None) -> str:
-    """The rc file of a session: the user's own rc files, the host's env, the hooks; over
-    SSH a `journal` function for notes, here ``journal`` (the command that runs this
-    journal, e.g. this python's ``-m journal``) as the session's `journal`."""
+def _hooks(rc: str, exports: dict[str, str], nonce: str, unexport: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{16,}", nonce):
+        raise ValueError("a session's nonce is hex (new_nonce())")
+    common = _COMMON.replace("__NONCE__", nonce).replace("__NAMES__", shlex.quote(names_ere()))
     lines = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in exports.items())
+    rc = rc.replace("__COMMON__\n", common.replace("__UNEXPORT__", unexport))
+    return rc.replace("__EXPORTS__", lines)
+
+
+def bash_rc(
+    exports: dict[str, str], remote: bool, journal: list[str] | None = None, *, nonce: str
+) -> str:
+    """The rc file of a session: the user's own rc files, the host's env, the hooks (their
+    marks led by ``nonce``); over SSH a `journal` function for notes, here ``journal`` (the
+    command that runs this journal, e.g. this python's ``-m journal``) as the session's
+    `journal`."""
     functions = _REMOTE_FUNCTIONS if remote else ""
     if not remote and journal:
         functions = f'journal() {{ {shlex.join(journal)} "$@"; }}\n'
-    rc = _BASH_RC.replace("__COMMON__\n", _COMMON).replace("__EXPORTS__", lines)
+    rc = _hooks(_BASH_RC, exports, nonce, "builtin export -n")
     return rc.replace("__FUNCTIONS__", functions)
 
 
@@ -157,18 +238,37 @@ command rm -rf -- "$__journal_dir"
 unset __journal_dir
 __EXPORTS__
 __COMMON__
+__journal_secrets() {  # $__journal_said: the secret-named exported variables, if they changed
+  emulate -L zsh -o noxtrace
+  local n IFS=$' \t\n'
+  local -a s
+  __journal_said=
+  for n in ${(k)parameters}; do
+    [[ ${parameters[$n]} == scalar*-export* && $n =~ $__journal_names ]] && s+=("$n=${(P)n}")
+  done
+  IFS=$'\037'
+  [[ "${s[*]}" == "$__journal_sent" ]] && return 0
+  __journal_sent="${s[*]}"
+  (( ${#s} )) && __journal_said=$(builtin printf '%s\0' "${s[@]}" | base64 | tr -d '\n')
+  return 0
+}
 __journal_preexec() {
+  emulate -L zsh -o noxtrace  # the nonce is never traced
   local c=$1 e w=0
   [[ $c =~ $__journal_wait_re ]] && w=1
   (( w )) && e=$(__journal_b64 "$(__journal_where)")
-  builtin printf '\033]7733;C;%s;%s;%s;%s\007' "$(__journal_b64 "$c")" \
+  builtin printf '\033]7733;%s;C;%s;%s;%s;%s\007' "$__journal_nonce" "$(__journal_b64 "$c")" \
     "$(__journal_b64 "$PWD")" "$w" "$e" >/dev/tty
   if (( w )); then builtin read -rs -t 300 __journal_ack </dev/tty; fi
   return 0
 }
 __journal_precmd() {
   local rc=$?
-  builtin printf '\033]7733;P;%s;%s\007' "$rc" "$(__journal_b64 "$PWD")" >/dev/tty
+  emulate -L zsh -o noxtrace
+  __journal_secrets
+  typeset -g +x __journal_sent __journal_said  # `setopt allexport` exports what is assigned
+  builtin printf '\033]7733;%s;P;%s;%s;%s\007' "$__journal_nonce" "$rc" \
+    "$(__journal_b64 "$PWD")" "$__journal_said" >/dev/tty
   return $rc
 }
 preexec_functions=(__journal_preexec $preexec_functions)
@@ -177,24 +277,26 @@ __FUNCTIONS__
 """
 
 
-def zsh_files(exports: dict[str, str], journal: list[str] | None = None) -> dict[str, str]:
+def zsh_files(
+    exports: dict[str, str], journal: list[str] | None = None, *, nonce: str
+) -> dict[str, str]:
     """The ZDOTDIR of a local zsh session: a .zshenv and .zshrc that read the user's own
-    (from their ZDOTDIR, or HOME), then set the hooks (preexec gets the line as typed)."""
-    lines = "\n".join(f"export {k}={shlex.quote(v)}" for k, v in exports.items())
+    (from their ZDOTDIR, or HOME), then set the hooks (preexec gets the line as typed; their
+    marks led by ``nonce``)."""
     functions = f'journal() {{ {shlex.join(journal)} "$@"; }}\n' if journal else ""
-    rc = _ZSHRC.replace("__COMMON__\n", _COMMON).replace("__EXPORTS__", lines)
-    rc = rc.replace("__FUNCTIONS__", functions)
-    return {".zshenv": _ZSHENV, ".zshrc": rc}
+    rc = _hooks(_ZSHRC, exports, nonce, "typeset -g +x")
+    return {".zshenv": _ZSHENV, ".zshrc": rc.replace("__FUNCTIONS__", functions)}
 
 
-def remote_command(rc: str) -> str:
-    """What an SSH session's channel runs: the rc written to a temporary file on the host
-    (removed again as the shell reads it), then bash on it, as a login-like shell."""
-    blob = base64.b64encode(rc.encode()).decode()
-    return (
-        f"f=$(mktemp) && printf '%s' {blob} | base64 -d > \"$f\" && "
-        'exec env __JOURNAL_LOGIN=1 bash --rcfile "$f" -i'
-    )
+#: What an SSH session's first channel runs: the rc file (on its standard input, never on a
+#: command line that ``ps`` shows) written to a private temporary file; it says the path.
+RC_UPLOAD = 'umask 077 && f=$(mktemp) && cat > "$f" && printf "%s" "$f"'
+
+
+def remote_command(rc_path: str) -> str:
+    """What an SSH session's terminal channel runs: bash on the rc file :data:`RC_UPLOAD`
+    wrote (the rc removes itself as the shell reads it), as a login-like shell."""
+    return f"exec env __JOURNAL_LOGIN=1 bash --rcfile {shlex.quote(rc_path)} -i"
 
 
 @dataclass(frozen=True)
@@ -206,27 +308,36 @@ class Mark:
 
     def text(self, index: int) -> str:
         """Field ``index`` decoded from base64 ('' when absent or not base64)."""
+        return self.raw(index).decode("utf-8", "replace")
+
+    def raw(self, index: int) -> bytes:
+        """Field ``index`` decoded from base64, as bytes (b'' when absent or not base64)."""
         try:
-            raw = base64.b64decode(self.fields[index], validate=False)
+            return base64.b64decode(self.fields[index], validate=False)
         except (IndexError, ValueError):
-            return ""
-        return raw.decode("utf-8", "replace")
+            return b""
 
 
 class Marks:
-    """Splits the shell's output into the bytes to pass on and the marks (in order)."""
+    """Splits the shell's output into the bytes to pass on and the marks (in order): only a
+    sequence led by the session's ``nonce`` is a mark; any other, ``ESC ] 7733`` or not, is
+    output."""
 
-    def __init__(self) -> None:
+    def __init__(self, nonce: str) -> None:
+        if not nonce:
+            raise ValueError("marks without a nonce could be forged by any output")
+        self.head = OSC + nonce.encode("ascii") + b";"
         self._pending = b""
 
     def feed(self, data: bytes) -> list[bytes | Mark]:
         buf = self._pending + data if self._pending else data
         self._pending = b""
         out: list[bytes | Mark] = []
+        head = self.head
         while buf:
-            at = buf.find(OSC)
+            at = buf.find(head)
             if at < 0:
-                keep = _partial_prefix(buf)
+                keep = _partial_prefix(buf, head)
                 if keep:
                     self._pending = buf[-keep:]
                     buf = buf[:-keep]
@@ -242,7 +353,7 @@ class Marks:
                 else:
                     self._pending = buf[at:]
                 break
-            body = buf[at + len(OSC) : end].decode("ascii", "replace").split(";")
+            body = buf[at + len(head) : end].decode("ascii", "replace").split(";")
             out.append(Mark(body[0], tuple(body[1:])))
             buf = buf[end + 1 :]
         return out
@@ -253,18 +364,19 @@ class Marks:
         return rest
 
     def idle(self) -> bytes:
-        """Held bytes that could only have begun a mark (an ``ESC`` at the end of a read),
-        to pass on once nothing more came for a while: the rest of a mark of ours comes in
-        the same write."""
-        if self._pending and len(self._pending) < len(OSC):
+        """Held bytes that could only have begun a mark (an ``ESC`` at the end of a read, or
+        ``ESC ] 7733 ;`` and part of a nonce), to pass on once nothing more came for a while:
+        the rest of a mark of ours comes in the same write."""
+        if self._pending and len(self._pending) < len(self.head):
             return self.rest()
         return b""
 
 
-def _partial_prefix(buf: bytes) -> int:
-    """How many bytes at the end of ``buf`` could begin a mark."""
-    start = buf.rfind(b"\x1b", max(0, len(buf) - len(OSC)))
-    if start >= 0 and OSC.startswith(buf[start:]):
+def _partial_prefix(buf: bytes, head: bytes) -> int:
+    """How many bytes at the end of ``buf`` could begin a mark (``head`` holds one ``ESC``,
+    its first byte: only the last ``ESC`` can begin one)."""
+    start = buf.rfind(b"\x1b", max(0, len(buf) - len(head) + 1))
+    if start >= 0 and head.startswith(buf[start:]):
         return len(buf) - start
     return 0
 
@@ -376,6 +488,12 @@ class ShellSession:
         self.probe = probe
         self.env = dict(host.env)
         self.redactor = Redactor.for_run(runbook.redact, self.env)
+        #: What leads every mark of this session's hooks: output that does not know it
+        #: cannot steer the record (it is masked wherever it might be printed).
+        self.nonce = new_nonce()
+        #: The names of the secret-named variables learned so far (their values masked).
+        self.learned: set[str] = set()
+        _mask_also(self.redactor, [self.nonce.encode()])
         self.running: _Running | None = None
         self.runs: list[str] = []
         self._checks: dict[str, HostChecks] = {}
@@ -410,6 +528,7 @@ class ShellSession:
         if self.running is not None:  # no end mark came (the shell was replaced): closed
             self.ended(None, None, why=("interrupted", "interrupted (no end mark came)"))
         run_id = _run_id()
+        self.learn(assigned_secrets(command))  # so `export T=…; echo $T` is masked at once
         shown, found = self.redactor.text(command, "command")
         self.append(
             [
@@ -438,6 +557,21 @@ class ShellSession:
         self.running = _Running(run_id, command, time.monotonic(), recorder, checks, before)
         self.runs.append(run_id)
         return run_id
+
+    def learn(self, variables: dict[str, bytes]) -> None:
+        """Secret-named variables of the session (``NAME`` → value; the shell's report, or
+        a command's literal assignments): their values are masked in everything recorded
+        from now on (output, commands, snapshots), as the runbook's secrets are. Only names
+        the secret-name rule (:data:`~journal.redact.SECRET_NAME`) matches count, and only
+        values of :data:`~journal.redact.MIN_VALUE_LENGTH` or more, as for a runbook's env."""
+        secret = {
+            name: value
+            for name, value in variables.items()
+            if SECRET_NAME.search(name) and len(value) >= MIN_VALUE_LENGTH
+        }
+        if secret:
+            self.learned.update(secret)
+            _mask_also(self.redactor, list(secret.values()))
 
     def output(self, data: bytes) -> None:
         """Bytes the shell printed; the running command's output, if one runs."""
@@ -535,6 +669,46 @@ class ShellSession:
             else:
                 self.ended(None, None, why=why)
         self.cancel.set()
+
+
+def reported_secrets(blob: bytes) -> dict[str, bytes]:
+    """The P mark's report of the secret-named variables: ``NAME=value`` records, each
+    ended by a NUL."""
+    found: dict[str, bytes] = {}
+    for record in blob.split(b"\0"):
+        name, eq, value = record.partition(b"=")
+        if eq and _NAME.fullmatch(name):
+            found[name.decode("ascii")] = value
+    return found
+
+
+_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def assigned_secrets(command: str) -> dict[str, bytes]:
+    """The literal values a command line gives variables (``export HF_TOKEN=…``, ``T=… cmd``,
+    ``docker run -e T=…``): known before its output is. A value the shell would expand
+    (``$(cat f)``, ``$X``, a backquote) is left to the shell's report at the next prompt."""
+    found: dict[str, bytes] = {}
+    if "=" not in command:
+        return found
+    for words in shell_pieces(command):
+        for word in words:
+            name, eq, value = word.partition("=")
+            if eq and _NAME.fullmatch(name.encode()) and not set(value) & set("$`"):
+                found[name] = value.encode("utf-8", "surrogateescape")
+    return found
+
+
+def _mask_also(redactor: Redactor, values: list[bytes]) -> None:
+    """Teach ``redactor`` more values to mask, longest first as :meth:`Redactor.for_run`
+    orders them (a value holding another is masked whole). Every recorder of the session
+    holds this same redactor, so the running command's output not yet stored is masked
+    too."""
+    known = set(redactor.values)
+    fresh = [v for v in values if v and v not in known]
+    if fresh:
+        redactor.values[:] = sorted([*redactor.values, *fresh], key=len, reverse=True)
 
 
 def finding_line(found: Finding) -> str:

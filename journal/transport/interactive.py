@@ -9,6 +9,7 @@ import errno
 import fcntl
 import os
 import pty
+import shlex
 import shutil
 import signal
 import struct
@@ -16,8 +17,10 @@ import tempfile
 import termios
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
+
+from journal.transport.base import ConnectFailed
 
 if TYPE_CHECKING:
     from journal.transport.ssh import SshTransport
@@ -150,18 +153,58 @@ class LocalTerminal(Terminal):
 
 
 class SshTerminal(Terminal):
-    """A shell on an SSH host: a session channel with a pty on the transport's connection."""
+    """A shell on an SSH host: a session channel with a pty on the transport's connection.
+
+    ``rc`` (the shell's rc file of this session, which may hold secrets) is first written
+    on the host by ``upload``, a command run on a channel of its own with the text on its
+    standard input (never in a command line, which ``ps`` shows to every user of the host)
+    that prints the file's path; ``command(path)`` is then what the terminal's channel
+    runs."""
 
     def __init__(
-        self, transport: SshTransport, command: str, term: str, size: tuple[int, int]
+        self,
+        transport: SshTransport,
+        command: Callable[[str], str],
+        term: str,
+        size: tuple[int, int],
+        *,
+        rc: str,
+        upload: str,
     ) -> None:
         self.transport = transport
         conn = transport.conn
         conn.transport.set_keepalive(15)
+        self.rc_path = self._upload(upload, rc)
         self.chan = conn.create_session()
         self.chan.get_pty(term=term, width=size[1], height=size[0])
-        self.chan.exec_command(command)
+        self.chan.exec_command(command(self.rc_path))
         self.lost = False
+
+    def _upload(self, upload: str, text: str) -> str:
+        import paramiko
+
+        where = self.transport.target
+        try:
+            chan = self.transport.conn.create_session()
+            chan.exec_command(upload)
+            chan.sendall(text.encode("utf-8", "surrogateescape"))
+            chan.shutdown_write()
+            out = chan.makefile("rb").read()
+            err = chan.makefile_stderr("rb").read()
+            status = chan.recv_exit_status()
+            chan.close()
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise ConnectFailed(
+                f"{where}: the shell's rc file could not be written there: {exc}"
+            ) from None
+        path = out.decode("utf-8", "replace").strip()
+        if status != 0 or not path.startswith("/"):
+            said = err.decode("utf-8", "replace").strip() or f"exit status {status}"
+            raise ConnectFailed(
+                f"{where}: the shell's rc file could not be written in its temporary folder "
+                f"(`mktemp`): {said}"
+            )
+        return path
 
     def fileno(self) -> int:
         return self.chan.fileno()
@@ -192,12 +235,20 @@ class SshTerminal(Terminal):
             self.chan.resize_pty(width=cols, height=rows)
 
     def close(self) -> int | None:
+        import paramiko
+
         status = None
         if not self.lost and self.chan.eof_received:
             # the shell ended: sshd sends its exit status after the end of the output
             self.chan.status_event.wait(EXIT_STATUS_WAIT_S)
             status = self.chan.exit_status
         self.chan.close()
+        if not self.lost:  # the shell removes its rc as it starts: unless it never did
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException, AttributeError):
+                chan = self.transport.conn.create_session()
+                chan.exec_command(f"rm -f -- {shlex.quote(self.rc_path)}")
+                chan.recv_exit_status()
+                chan.close()
         return None if status == -1 else status
 
     def why_gone(self) -> tuple[str, str]:
