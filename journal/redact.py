@@ -50,20 +50,35 @@ could still become a secret. Structured results (a probe's JSON, a parser's figu
 from the output as printed, then redacted field by field (:meth:`Redactor.value`), never
 redacted as text first: the names and versions of packages are data.
 
+Secrets are found in what a terminal shows (:func:`shown`: the escape sequences of
+:data:`journal.terminal.ESCAPE` removed, as the detectors' clean view removes them; each ``\r``
+redraw read as a line of its own) and masked in the bytes as printed, however the sequences
+interleave with them (``\x1b[32mghp_…\x1b[0m``, ``\x1b[33mpassword\x1b[0m: …``, a token split
+by a colour code, ``jq -C``'s keys and values, ``grep --color`` splitting ``HF_TOKEN``): the
+secret's characters are replaced, the sequences kept, so colours still render; the text of
+OSC and DCS strings (a title, a hyperlink's address) is redacted on its own. A token shape
+follows any character that cannot be part of it, a colour code's ``m`` and a letter glued
+before ``ghp_`` included; a letter before it counts only for prefixes that end ordinary words
+(``sk-``: ``task-``, ``disk-``; see :data:`_SHAPES`).
+
 Each pattern is led by a literal (a keyword, a token's prefix, a separator), so the regex engine
 finds its candidates at memchr speed; case-insensitive ones are matched against the lowercased
-bytes. :meth:`Redactor.tail` and :meth:`Redactor.safe_cut` tell a recorder where output still
-being printed may be cut without splitting a secret (:mod:`journal.recorder`).
+bytes. Coloured output's view costs a few more passes at that speed (:func:`_shown`), and a
+mask is put back among the escape sequences of its own lines only (:func:`_unshown`).
+:meth:`Redactor.tail` and :meth:`Redactor.safe_cut` tell a recorder where output still being
+printed may be cut without splitting a secret or an escape sequence (:mod:`journal.recorder`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from journal.terminal import ESCAPE
 from journal.versions import is_version
 
 MASK = "[REDACTED]"
@@ -102,8 +117,8 @@ _VALUE = rb"(?P<v>" + _DQ + rb"|" + _SQ + rb"|" + _BARE + rb")"
 #: Not masked again (each pattern's match is looked for in data that earlier ones masked).
 _FRESH = rb"(?!\\?[\"']?\[redacted\])"
 _FRESH_CASED = rb"(?!\\?[\"']?\[REDACTED\])"
-#: Before a token's prefix: no letter, digit or underscore (``\b`` of the shapes' regexes,
-#: written as a look-behind after the literal so that it leads).
+#: Before a token's prefix, by default: no letter, digit or underscore (``\b`` of the shapes'
+#: regexes, written as a look-behind after the literal so that it leads).
 _WORD = rb"[A-Za-z0-9_]"
 
 
@@ -140,9 +155,12 @@ class _Pattern(NamedTuple):
     span: SpanOf | None = None
 
 
-def _token(prefix: bytes, rest: bytes) -> re.Pattern[bytes]:
-    """A token shape: ``prefix`` not preceded by a word character, then ``rest``."""
-    return re.compile(re.escape(prefix) + rb"(?<!" + _WORD + re.escape(prefix) + rb")" + rest)
+def _token(prefix: bytes, rest: bytes, after: bytes | None = _WORD) -> re.Pattern[bytes]:
+    """A token shape: ``prefix`` not preceded by a character of the class ``after`` (None:
+    preceded by anything), then ``rest``."""
+    if after is None:
+        return re.compile(re.escape(prefix) + rest)
+    return re.compile(re.escape(prefix) + rb"(?<!" + after + re.escape(prefix) + rb")" + rest)
 
 
 # --- secret-named keys: NAME=value, name: value (YAML), "name": "value" (JSON, dicts) ---
@@ -366,12 +384,13 @@ _REFERENCE = re.compile(rb"\$\{?[a-z_][a-z0-9_]*\}?")
 def _flag(data: bytes, m: re.Match[bytes], printed: bytes, strict: bool) -> Span | None:
     """A flag's value, unless what follows the flag after a blank is not one: the next option
     (or ``-``, standard input), a word of prose, a placeholder (``<token>``, the flag's own
-    name in capitals as argparse's usage shows it: ``--api-key API_KEY``), a variable's
-    reference (``--token $HF_TOKEN``)."""
+    name in capitals as argparse's usage shows it: ``--api-key API_KEY``, ``--hf-token
+    [HF_TOKEN]``), a variable's reference (``--token $HF_TOKEN``)."""
     start, end = m.span("v")
     if not strict and m.group("eq") != b"=":
         value = data[start:end]
-        shown = printed[start:end].rstrip(b".,;:!?)]}")
+        # argparse's metavar, in brackets when the value is optional (``[HF_TOKEN]``)
+        shown = printed[start:end].rstrip(b".,;:!?)]}").removeprefix(b"[")
         if (
             value.startswith(b"-")
             or value.rstrip(b".,;:!?)]}") in _PROSE
@@ -463,36 +482,56 @@ _WORD_CHAR = re.compile(_WORD)
 _TOKEN_CHARS = rb"[A-Za-z0-9_-]"
 
 
-def _shape(prefix: bytes, rest: bytes, gates: bytes = b"") -> _Pattern:
-    return _Pattern("token-shape", _token(prefix, rest), gates=gates)
+def _shape(prefix: bytes, rest: bytes, gates: bytes = b"", after: bytes | None = _WORD) -> _Pattern:
+    return _Pattern("token-shape", _token(prefix, rest, after), gates=gates)
 
 
+#: What may stand before a token shape, shape by shape. A token follows any character that
+#: cannot be part of it: a blank, a quote, ``=``, and a colour code, which redaction reads
+#: removed (:func:`shown`). A letter glued before a prefix is what tells apart an ordinary
+#: word from a token only where the prefix ends ordinary words: ``sk-`` and ``sk_live_``
+#: (``task-``, ``disk-``, ``risk_live_``), ``rk_live_`` (``work_live_``), ``pypi-``
+#: (``testpypi-``, ``mypypi-``), an AWS key id's ``A`` in a run of capitals and digits, and
+#: the two-letter ``AC``, ``SK`` and ``SG.`` (``MAC…``, ``TASK…``, ``MSG.``). No word ends in
+#: ``ghp``, ``github_pat``, ``glpat``, ``xoxb``, ``shpat``, ``npm`` followed by ``_`` and
+#: 36 letters and digits, nor in ``AIza``, ``sq0csp``, ``eyJ``: those are masked glued to
+#: anything (``xghp_…``, ``tokenghp_…``); ``hf_`` glued to anything but ``_`` (``load_hf_…``
+#: in an identifier). Shapes whose body may hold another's prefix (``github_pat_``'s and
+#: GitLab's ``_``, a JWT's) come first, so that the longer token is masked whole.
+_LETTER_OR_DIGIT = rb"[A-Za-z0-9]"
 _SHAPES = [
-    _shape(b"hf_", rb"[A-Za-z0-9]{30,}", b"_"),
-    _shape(b"gh", rb"[pousr]_[A-Za-z0-9]{30,}", b"_"),
-    _shape(b"github_pat_", rb"[A-Za-z0-9_]{40,}", b"_"),
-    _shape(b"npm_", rb"[A-Za-z0-9]{36}", b"_"),
-    _shape(b"sk_live_", rb"[A-Za-z0-9]{20,}", b"_"),
-    _shape(b"rk_live_", rb"[A-Za-z0-9]{20,}", b"_"),
-    _shape(b"shp", rb"(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", b"_"),
+    _shape(b"github_pat_", rb"[A-Za-z0-9_]{40,}", b"_", after=None),
     _shape(b"sk-", rb"[A-Za-z0-9_-]{32,}", b"-"),
-    _shape(b"gl", rb"(?:pat|dt|rt|ptt|ft|soat|cbt|oas)-[A-Za-z0-9_-]{20,}", b"-"),
     _shape(b"pypi-", rb"[A-Za-z0-9_-]{50,}", b"-"),
-    _shape(b"xox", rb"[baprseo]-[A-Za-z0-9-]{10,}", b"-"),
-    _shape(b"sq0", rb"(?:atp-[0-9A-Za-z_-]{22}|csp-[0-9A-Za-z_-]{43})", b"-"),
+    _shape(b"gl", rb"(?:pat|dt|rt|ptt|ft|soat|cbt|oas)-[A-Za-z0-9_-]{20,}", b"-", after=None),
+    # Slack: xoxb-<team>-<bot>-<secret>: digits first (``xoxo-gossip-girl`` is no token)
+    _shape(b"xox", rb"[baprseo]-[0-9]+-[A-Za-z0-9-]{8,}", b"-", after=None),
+    _shape(b"sq0", rb"(?:atp-[0-9A-Za-z_-]{22}|csp-[0-9A-Za-z_-]{43})", b"-", after=None),
+    _shape(
+        b"eyJ",
+        rb"[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+        b".",
+        after=None,
+    ),
+    _shape(b"SG.", rb"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", b"."),
+    _shape(b"AIza", rb"[0-9A-Za-z_-]{35}", after=None),  # Google API keys
+    _shape(  # AWS access key ids
+        b"A", rb"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[0-9A-Z]{16}", after=rb"[A-Z0-9]"
+    ),
+    _shape(b"hf_", rb"[A-Za-z0-9]{30,}", b"_", after=rb"_"),
+    _shape(b"gh", rb"[pousr]_[A-Za-z0-9]{30,}", b"_", after=None),
+    _shape(b"npm_", rb"[A-Za-z0-9]{36}", b"_", after=None),
+    _shape(b"sk_live_", rb"[A-Za-z0-9]{20,}", b"_", after=_LETTER_OR_DIGIT),
+    _shape(b"rk_live_", rb"[A-Za-z0-9]{20,}", b"_", after=_LETTER_OR_DIGIT),
+    _shape(b"shp", rb"(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", b"_", after=None),
     _Pattern(  # Mailchimp: 32 hex digits then the data centre, found by its -usNN
         "token-shape",
         re.compile(rb"-us[0-9]{1,2}(?![A-Za-z0-9])"),
         gates=b"-",
         span=_before(re.compile(rb"[0-9a-f]"), range(32, 33)),
     ),
-    _shape(  # AWS access key ids, Google API keys
-        b"A", rb"(?:(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[0-9A-Z]{16}|Iza[0-9A-Za-z_-]{35})"
-    ),
     _shape(b"AC", rb"[0-9a-f]{32}(?![A-Za-z0-9_])"),  # Twilio
     _shape(b"SK", rb"[0-9a-f]{32}(?![A-Za-z0-9_])"),
-    _shape(b"eyJ", rb"[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}", b"."),
-    _shape(b"SG.", rb"[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", b"."),
     _Pattern(  # Discord bot tokens, found by their middle part
         "token-shape",
         re.compile(rb"\." + _TOKEN_CHARS + rb"{6}\." + _TOKEN_CHARS + rb"{27,}"),
@@ -561,11 +600,37 @@ class Redactor:
         return cls(sorted((v.encode() for v in found), key=len, reverse=True))
 
     def bytes(self, data: bytes, where: str) -> tuple[bytes, list[dict[str, Any]]]:
-        """``data`` with secrets masked, and what was masked where."""
-        found: list[dict[str, Any]] = []
+        """``data`` with secrets masked, and what was masked where.
+
+        Secrets are looked for in what a terminal shows of ``data`` (:func:`shown`: its
+        colours, cursor moves and other escape sequences removed), and masked in ``data`` as
+        printed, however the sequences interleave with them: the secret's characters are
+        replaced, the escape sequences kept where they were (after the mask for those within
+        the secret), so that colours still render. The text of OSC and DCS strings (a
+        window's title, a hyperlink's address), which a terminal does not show but the
+        bytes hold, is redacted on its own."""
+        if not _escaped(data):
+            out, listed, counts, _ = self._scan(data, None)
+            return out, _found(listed, counts, where)
+        view, strings = _shown(data)
+        masked, listed, counts, pieces = self._scan(view, [])
+        out = _unshown(data, view, masked, pieces) if pieces else data
+        if strings:
+            out = self._string_sequences(out, listed, counts)
+        return out, _found(listed, counts, where)
+
+    def _scan(
+        self, data: bytes, pieces: list[tuple[int, int, int, int]] | None
+    ) -> tuple[bytes, dict[bytes, int], dict[str, int], list[tuple[int, int, int, int]]]:
+        """``data`` masked; how many times each known value and each kind was masked; and,
+        when ``pieces`` is a list (empty), what of ``data`` each mask replaced (see
+        :func:`_compose`)."""
+        listed: dict[bytes, int] = {}
         for value in self.values:
             if value in data:
-                found.append({"kind": "listed-value", "where": where, "count": data.count(value)})
+                listed[value] = data.count(value)
+                if pieces is not None:
+                    pieces = _compose(pieces, _occurrences(data, value))
                 data = data.replace(value, MASK_B)
         counts: dict[str, int] = {}
         lower: bytes | None = None
@@ -579,10 +644,34 @@ class Redactor:
                     continue
             spans = _spans(pattern, data, lower)
             if spans:
+                if pieces is not None:
+                    pieces = _compose(pieces, [(a, b, len(mask)) for a, b, mask, *_ in spans])
                 data = _masked(data, spans, counts)
                 lower = None
-        found += [{"kind": kind, "where": where, "count": n} for kind, n in counts.items()]
-        return data, found
+        return data, listed, counts, pieces or []
+
+    def _string_sequences(
+        self, data: bytes, listed: dict[bytes, int], counts: dict[str, int]
+    ) -> bytes:
+        """``data`` with the text of its OSC, DCS, SOS, PM and APC strings redacted (each on
+        its own), the counts added to ``listed`` and ``counts``."""
+        out: list[bytes] = []
+        last = 0
+        for m in _STRING_ESCAPE.finditer(data):
+            start = m.start() + 2
+            masked, more, kinds, _ = self._scan(m.group()[2:], None)
+            if not more and not kinds:
+                continue
+            out += [data[last:start], masked]
+            last = m.end()
+            for value, n in more.items():
+                listed[value] = listed.get(value, 0) + n
+            for kind, n in kinds.items():
+                counts[kind] = counts.get(kind, 0) + n
+        if not out:
+            return data
+        out.append(data[last:])
+        return b"".join(out)
 
     def text(self, value: str, where: str) -> tuple[str, list[dict[str, Any]]]:
         """A string with secrets masked, and what was masked where."""
@@ -661,30 +750,65 @@ class Redactor:
         """Where the part of ``data[start:]`` (a line not ended yet) that could still become
         (part of) a secret as more is printed begins: its last word (a token's shape holds no
         blank), the word of the first trigger word in it (``password``, ``token``, ``key``,
-        ``Authorization``, ``mysql``, ``-----BEGIN``: the value after one may hold blanks), or
-        the beginning of a known value that the line ends with."""
-        line = data[start:]
+        ``Authorization``, ``mysql``, ``-----BEGIN``: the value after one may hold blanks),
+        the word before that too when the trigger's name is followed by ``:`` or ``=`` or
+        ends the line so far (a label's words tell evidence from a secret: ``Time to first
+        token: 35.2 ms``), or the beginning of a known value that the line ends with. Read on
+        what a terminal shows (:func:`shown`); the escape sequences just before the part
+        held are held with it, so no cut splits one."""
+        if not _escaped(data, start):
+            return start + self._hold(data[start:])
+        layout = _Layout(data, start, len(data))
+        return layout.before(self._hold(layout.view(data)))
+
+    def _hold(self, line: bytes) -> int:
+        """:meth:`tail` on a line as a terminal shows it: the offset in ``line``."""
         hold = max(line.rfind(b" "), line.rfind(b"\t")) + 1
         lower = line.lower()
         for word in _TRIGGERS:
             at = lower.find(word, 0, hold + len(word) - 1)
             if at >= 0:
-                before = max(line.rfind(b" ", 0, at), line.rfind(b"\t", 0, at)) + 1
+                before = _blank_before(line, at)
+                if _NAME_END.match(lower, at + len(word)):
+                    words = len(line[:before].rstrip(b" \t"))
+                    if words:
+                        before = _blank_before(line, words)
                 hold = min(hold, max(before, at - _TRIGGER_REACH))
         for value in self.values:
             hold = min(hold, len(line) - _prefix_at_end(line, value))
-        return start + hold
+        return hold
 
     def safe_cut(self, data: bytes, cut: int, floor: int) -> int:
         """``cut`` moved back to the start of any secret in ``data`` (a known value, a
         pattern's match) that straddles it, looked for ``WINDOW`` bytes either side; never
         below ``floor`` (``floor`` itself when a secret straddling the cut starts there or
-        before)."""
+        before). Read on what a terminal shows (:func:`shown`): a cut is never inside an
+        escape sequence, and one before a secret leaves the sequences before it with it."""
         lo = max(floor, cut - WINDOW)
-        window = data[lo : cut + WINDOW]
+        hi = min(len(data), cut + WINDOW)
+        ahead = data.rfind(b"\x1b", floor, lo)
+        if ahead >= 0 and ESCAPE_BYTES.match(data, ahead).end() > lo:  # type: ignore[union-attr]
+            lo = ahead  # the window begins inside an escape sequence: at its beginning
+        if not _escaped(data, lo, hi):
+            at = cut - lo
+            moved = self._straddled(data[lo:hi], at)
+            if moved == at:
+                return cut
+            return max(floor, lo + moved)
+        layout = _Layout(data, lo, hi)
+        at = layout.shown_before(cut)
+        if at >= layout.size or cut != layout.raw_at(at):
+            cut = layout.before(at)  # among the escape sequences before a character: before them
+        moved = self._straddled(layout.view(data), at)
+        if moved == at:
+            return cut
+        return max(floor, layout.before(moved))
+
+    def _straddled(self, window: bytes, at: int) -> int:
+        """Where in ``window`` a cut at ``at`` must move back to so that it splits no
+        secret (:meth:`safe_cut`); ``at`` itself when none straddles it."""
         lower = window.lower()
         for _ in range(8):  # moving back may land inside another secret
-            at = cut - lo
             moved = at
             for value in self.values:
                 first = window.find(value, max(0, at - len(value) + 1), at + len(value) - 1)
@@ -701,12 +825,230 @@ class Redactor:
                     start = _word_start(window, span.lead)
                     if start < at < span.stop:
                         moved = min(moved, start)
-            if moved == at:
-                return cut
-            cut = lo + moved
-            if cut <= floor:
-                return floor
-        return cut
+            if moved == at or moved <= 0:
+                return moved
+            at = moved
+        return at
+
+
+# --- what a terminal shows: secrets found there, masked in the bytes as printed ---
+
+#: :data:`journal.terminal.ESCAPE` in bytes (the 8-bit CSI is U+009B's UTF-8, not a byte of
+#: another character's): CSI (colours, cursor moves, erase), OSC, DCS/SOS/PM/APC strings and
+#: the short escapes. None of them holds a newline.
+ESCAPE_BYTES = re.compile(ESCAPE.pattern.replace(r"\x9b", r"\xc2\x9b").encode("ascii"))
+#: The text of the string sequences (OSC, DCS, SOS, PM, APC), as :data:`ESCAPE_BYTES` ends it.
+_STRING_ESCAPE = re.compile(rb"\x1b(?:\][^\x07\x1b\n]*|[PX^_][^\x1b\n]*)")
+#: The second byte of the string sequences (OSC, DCS, SOS, PM, APC).
+_STRING_KINDS = frozenset(b"]PX^_")
+#: Bytes that no escape sequence but a string holds: one absent from the data marks where a
+#: sequence was removed, so that what is left of two never joins into a third.
+_MARKS = (b"\x00", b"\x01", b"\x02", b"\x03", b"\x04")
+#: Distinct sequences removed one kind at a time at most (a 24-bit colour gradient has
+#: thousands: the regular expression, once, is faster then).
+_KINDS = 48
+
+
+def shown(data: bytes) -> bytes:
+    """``data`` as a terminal shows it, as redaction reads it: every escape sequence of
+    :data:`journal.terminal.ESCAPE` removed (colours, cursor moves, titles, hyperlinks),
+    everything else kept, ``\\r`` included (each ``\\r`` redraw is read as a line of its
+    own, so a secret is found on the line that showed it and on those it overwrote)."""
+    return _shown(data)[0] if _escaped(data) else data
+
+
+def _escaped(data: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``data[start:end]`` holds an escape sequence's first byte (ESC, the 8-bit CSI)."""
+    end = len(data) if end is None else end
+    return data.find(b"\x1b", start, end) >= 0 or _csi8(data, start, end)
+
+
+def _csi8(data: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``data[start:end]`` holds the 8-bit CSI (U+009B's UTF-8), its last byte looked
+    for first (a one-byte search is at memchr speed, a two-byte one much slower)."""
+    end = len(data) if end is None else end
+    at = data.find(b"\x9b", start, end)
+    return at >= 0 and data.find(b"\xc2\x9b", max(start, at - 1), end) >= 0
+
+
+def _shown(data: bytes) -> tuple[bytes, bool]:
+    """:func:`shown`, and whether ``data`` holds string sequences (OSC, DCS …).
+
+    Exactly ``ESCAPE_BYTES.sub(b"", data)``, but coloured output (a few kinds of sequence
+    repeated: uv's and pip's lines) costs a few passes at memchr speed, not a regular
+    expression's match per sequence: each kind of self-contained sequence is replaced, all
+    its occurrences at once, by as many mark bytes, which no sequence holds (so the rest of
+    two never reads as a third), and the marks are deleted at the end. Anything else (a
+    string, a lone ESC, the 8-bit CSI, many kinds) is left to the regular expression."""
+    mark = next((m for m in _MARKS if m not in data), None)
+    if mark is not None and not _csi8(data):
+        work, pos = data, 0
+        for _ in range(_KINDS):
+            at = work.find(b"\x1b", pos)
+            if at < 0:
+                return work.translate(None, mark), False
+            # a sequence that reads the same wherever its bytes are (a CSI with its final
+            # byte, a short escape), not a string (it ends where a later ESC is), a lone ESC
+            # or an ESC [ whose CSI never ended (both prefixes of others)
+            seq = ESCAPE_BYTES.match(work, at).group()  # type: ignore[union-attr]
+            if len(seq) < 2 or seq[1] in _STRING_KINDS or seq == b"\x1b[":
+                break
+            work = work.replace(seq, mark * len(seq))  # in place: the same length
+            pos = at + len(seq)
+    return ESCAPE_BYTES.sub(b"", data), _STRING_ESCAPE.search(data) is not None
+
+
+class _Layout:
+    """Where the text of ``raw[lo:hi]`` lies between its escape sequences: its run ``k`` of
+    characters is ``raw[r[k] : r[k] + n[k]]``, ``view[v[k] : v[k] + n[k]]`` of what a
+    terminal shows of that part (:func:`shown`)."""
+
+    __slots__ = ("lo", "n", "r", "size", "v")
+
+    def __init__(self, raw: bytes, lo: int, hi: int) -> None:
+        self.lo = lo
+        self.v: list[int] = []
+        self.r: list[int] = []
+        self.n: list[int] = []
+        pos, size = lo, 0
+        for m in ESCAPE_BYTES.finditer(raw, lo, hi):
+            if m.start() > pos:
+                self._run(size, pos, m.start() - pos)
+                size += m.start() - pos
+            pos = m.end()
+        if hi > pos:
+            self._run(size, pos, hi - pos)
+            size += hi - pos
+        self.size = size
+
+    def _run(self, v: int, r: int, n: int) -> None:
+        self.v.append(v)
+        self.r.append(r)
+        self.n.append(n)
+
+    def view(self, raw: bytes) -> bytes:
+        return b"".join(raw[r : r + n] for r, n in zip(self.r, self.n, strict=True))
+
+    def raw_at(self, at: int) -> int:
+        """Where character ``at`` of the view (``0 <= at < size``) is in the raw bytes."""
+        k = bisect_right(self.v, at) - 1
+        return self.r[k] + at - self.v[k]
+
+    def before(self, at: int) -> int:
+        """Where in the raw bytes a cut before character ``at`` of the view goes: just after
+        the character before it, every escape sequence between the two left after the cut."""
+        at = min(at, self.size)
+        return self.lo if at <= 0 else self.raw_at(at - 1) + 1
+
+    def shown_before(self, pos: int) -> int:
+        """How many characters of the view come before raw position ``pos``."""
+        k = bisect_right(self.r, pos) - 1
+        return 0 if k < 0 else self.v[k] + min(pos - self.r[k], self.n[k])
+
+    def escapes(self, raw: bytes, start: int, end: int) -> bytes:
+        """The escape sequences between the characters of ``raw[start:end]`` (both ends
+        characters of the view), in their order."""
+        first = bisect_right(self.r, start) - 1
+        last = bisect_right(self.r, end - 1) - 1
+        r, n = self.r, self.n
+        return b"".join(raw[r[k] + n[k] : r[k + 1]] for k in range(first, last))
+
+
+def _compose(
+    pieces: list[tuple[int, int, int, int]], spans: list[tuple[int, int, int]]
+) -> list[tuple[int, int, int, int]]:
+    """What each mask of the data replaced, kept through one more pass of masking.
+
+    ``pieces`` are ``(start, end, orig_start, orig_end)``: ``data[start:end]`` (in order,
+    apart) replaced ``orig[orig_start:orig_end]`` of the data first masked, the rest of
+    ``data`` being ``orig`` as it was; ``spans`` are ``(start, end, size)``: ``data[start:end]``
+    replaced by ``size`` bytes now (in order, apart). A span overlapping a piece takes it
+    whole. One pass over both."""
+    out: list[tuple[int, int, int, int]] = []
+    i = 0
+    offset = 0  # orig - data, after the pieces passed
+    shift = 0  # new data - data, after the spans passed
+    for start, end, size in spans:
+        while i < len(pieces) and pieces[i][1] <= start:
+            cs, ce, os_, oe = pieces[i]
+            out.append((cs + shift, ce + shift, os_, oe))
+            offset = oe - ce
+            i += 1
+        first, last, orig_start = start, end, start + offset
+        while i < len(pieces) and pieces[i][0] < end:
+            cs, ce, os_, oe = pieces[i]
+            if cs < first:
+                first, orig_start = cs, os_
+            last = max(last, ce)
+            offset = oe - ce
+            i += 1
+        new = first + shift
+        out.append((new, new + (start - first) + size + (last - end), orig_start, last + offset))
+        shift += size - (end - start)
+    out += [(cs + shift, ce + shift, os_, oe) for cs, ce, os_, oe in pieces[i:]]
+    return out
+
+
+def _occurrences(data: bytes, value: bytes) -> list[tuple[int, int, int]]:
+    """Where ``data.replace(value, MASK_B)`` replaces, as spans for :func:`_compose`."""
+    out = []
+    at = data.find(value)
+    while at >= 0:
+        out.append((at, at + len(value), len(MASK_B)))
+        at = data.find(value, at + len(value))
+    return out
+
+
+def _unshown(
+    raw: bytes, view: bytes, masked: bytes, pieces: list[tuple[int, int, int, int]]
+) -> bytes:
+    """``raw`` with the masks of its view put in: each piece's characters (``view[os:oe]``,
+    found in ``raw`` between its escape sequences) replaced by the mask
+    (``masked[cs:ce]``), the sequences among them kept after it, the rest of ``raw`` as it
+    was. The view has the raw bytes' newlines (no escape sequence holds one), so each piece
+    is looked for on its own lines only: the cost is that of the lines that hold a mask."""
+    out: list[bytes] = []
+    last = 0
+    vline = rline = 0  # where the line of the current piece starts, in the view and the raw
+    layout: _Layout | None = None
+    for cs, ce, start, end in pieces:
+        while (nl := view.find(b"\n", vline, start)) >= 0:
+            vline, rline = nl + 1, raw.find(b"\n", rline) + 1
+        if layout is None or layout.lo != rline or end - vline > layout.size:
+            layout = _Layout(raw, rline, _line_end_after(raw, view, vline, rline, end - 1))
+        first = layout.raw_at(start - vline)
+        stop = layout.raw_at(end - 1 - vline) + 1
+        out += [raw[last:first], masked[cs:ce], layout.escapes(raw, first, stop)]
+        last = stop
+    out.append(raw[last:])
+    return b"".join(out)
+
+
+def _line_end_after(raw: bytes, view: bytes, vline: int, rline: int, at: int) -> int:
+    """The end (after its newline) in ``raw`` of the line holding character ``at`` of the
+    view, counting lines from the one starting at ``vline`` (``rline`` in ``raw``)."""
+    end = view.find(b"\n", at)
+    lines = view.count(b"\n", vline, len(view) if end < 0 else end)
+    for _ in range(lines):
+        rline = raw.find(b"\n", rline) + 1
+    if end < 0:
+        return len(raw)
+    return raw.find(b"\n", rline) + 1
+
+
+def _found(listed: dict[bytes, int], counts: dict[str, int], where: str) -> list[dict[str, Any]]:
+    """What was masked where, as events record it: never the value."""
+    found = [{"kind": "listed-value", "where": where, "count": n} for n in listed.values()]
+    return found + [{"kind": kind, "where": where, "count": n} for kind, n in counts.items()]
+
+
+#: After a trigger word: the rest of its name, then ``:`` or ``=`` (or nothing yet).
+_NAME_END = re.compile(rb"[a-z0-9_.-]*(?:\\?[\"'])?[ \t]*(?:[:=]|\Z)")
+
+
+def _blank_before(line: bytes, at: int) -> int:
+    """Where the word holding ``line[at]`` begins (after a blank)."""
+    return max(line.rfind(b" ", 0, at), line.rfind(b"\t", 0, at)) + 1
 
 
 def _strings(value: Any, into: list[str]) -> None:
@@ -725,7 +1067,19 @@ def _strings(value: Any, into: list[str]) -> None:
 
 def open_block(data: bytes, end: int) -> int | None:
     """Where the line begins of a private key block that ``data[:end]`` opens and does not
-    end (its END line not printed yet); None when there is none."""
+    end (its END line not printed yet); None when there is none. Read on what a terminal
+    shows (:func:`shown`): a block printed in colour is held too."""
+    if _escaped(data, 0, end):
+        begin = data.rfind(b"BEGIN", 0, end)
+        if begin < 0:
+            return None
+        line = max(data.rfind(b"\n", 0, begin), data.rfind(b"\r", 0, begin)) + 1
+        view = shown(data[line:end])
+        return None if _open_block(view, len(view)) is None else line
+    return _open_block(data, end)
+
+
+def _open_block(data: bytes, end: int) -> int | None:
     begin = data.rfind(b"-----BEGIN ", 0, end)
     if begin < 0:
         return None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import Clock
 from tests.postgres import FAST, PostgresServer
 from tests.sshd import Fleet, SshHome, SshServer
 
@@ -176,3 +177,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("postgres")
         if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
             item.add_marker("slow")
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The recorder's clock, moved by hand: ``clock.now += 0.3``."""
+    import types
+
+    from journal import recorder
+
+    fake = Clock()
+    monkeypatch.setattr(recorder, "time", types.SimpleNamespace(monotonic=fake.monotonic))
+    return fake

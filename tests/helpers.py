@@ -95,3 +95,14 @@ def run_checked(args: list[str], env: dict[str, str]) -> subprocess.CompletedPro
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"{args} failed:\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     return done
+
+
+class Clock:
+    """A monotonic clock the test moves by hand (the `clock` fixture puts it in the
+    recorder's place)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now

@@ -4,31 +4,15 @@ output is stored as promptly as before, and the chunks stay byte-exact."""
 
 from __future__ import annotations
 
-import types
-
 import pytest
 
 from journal import recorder
 from journal.events import OutputChunk
 from journal.recorder import FLUSH_S, MAX_CHUNK, PARTIAL_HOLD_S, OutputRecorder, decode
 from journal.redact import Redactor
+from tests.helpers import Clock
 
 KNOWN = "correct horse battery staple"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock()
-    monkeypatch.setattr(recorder, "time", types.SimpleNamespace(monotonic=fake.monotonic))
-    return fake
 
 
 def record(clock: Clock, pieces: list[tuple[bytes, float]], stream: str = "stdout"):

@@ -9,7 +9,10 @@ acknowledgement's note, `record metric` labels, a benchmark's labels and the out
 figure, a custom probe's JSON, a capture probe, a failing probe's reason, expectations (the
 values expected and found, the reasons), torch-env's capture of variables set only on the host,
 an imported transcript, secrets printed in pieces seconds apart, and a 600 KiB line without a
-blank with secrets around the places it is cut.
+blank with secrets around the places it is cut. Issue 27: coloured output (colour codes around
+a secret, inside it, between its name and its value, before its pieces printed seconds apart,
+in a long line's cut), `jq -C` and `grep --color` run for real, a `\r` redraw over a secret,
+a window title and a hyperlink holding one, and tokens glued to a word.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from journal.events import (
     StepFinished,
     StepStarted,
 )
+from journal.recorder import decode
 from journal.store import EventStore
 from tests.helpers import journal, text, write_runbook
 
@@ -115,15 +119,60 @@ STDOUT = [
     M("pem-line-2", size=64),
     "-----END OPENSSH PRIVATE KEY-----",
     "AssertionError: Torch not compiled with CUDA enabled",  # a finding to acknowledge
+    # tokens glued to a word (issue 27): a token follows anything that cannot be part of it
+    f"x{M('glued-github', 'ghp_', 36)}",
+    "a" * 40 + M("glued-run", "ghp_", 36),
+    f"token{M('glued-hf', 'hf_', 34)}",
+    f"key{M('glued-google', 'AIza', 35)}",
+    f"x{M('glued-gitlab', 'glpat-', 20)}",
+    f"x{M('glued-npm', 'npm_', 36)}",
+    f"x{M('glued-pat', 'github_pat_', 60)}",
+    "tokxoxb-123456789012-" + M("glued-slack", size=24),
+    "id" + M("glued-aws", "AKIA", 16).upper(),
 ]
 # AKIA ids are upper case: the marker as registered must be as printed
 MARKERS["aws-key-id"] = MARKERS["aws-key-id"].upper()
+MARKERS["glued-aws"] = MARKERS["glued-aws"].upper()
 
 STDERR = [
     f"warning: HF_TOKEN={M('stderr-env')}",
     json.dumps({"client_secret": M("stderr-json")}),
     M("stderr-token", "ghs_", 36),
 ]
+
+# --- coloured output (issue 27): found in what the terminal shows, masked in the bytes -------
+
+COLOUR_SPLIT = split("colour-split", M("colour-split", "ghp_", 36), 0.4)
+LISTED_COLOUR = M("listed-colour", size=20)
+LISTED_COLOUR_SPLIT = split("listed-colour", LISTED_COLOUR)
+COLOURED = [
+    f"\x1b[32m{M('colour-github', 'ghp_', 36)}\x1b[0m",
+    f"\x1b[33mpassword\x1b[0m: {M('colour-yaml')}",
+    f"\x1b[1mHF_TOKEN\x1b[0m={M('colour-env')}",
+    f"{COLOUR_SPLIT[0]}\x1b[0m\x1b[1m{COLOUR_SPLIT[1]}\x1b[0m ok",
+    f"vault login \x1b[1m--password\x1b[0m \x1b[1m{M('colour-flag')}\x1b[0m",
+    f"\x1b[2K\x1b[1Gapi_key=\x1b(B\x1b[m{M('colour-moves')}",
+    f"token={M('colour-redrawn')}\r\x1b[2K 45% |####      |\r",
+    f"\x1b]0;deploy HF_TOKEN={M('colour-title')}\x07$ ls",
+    f"\x1b]8;;https://bob:{M('colour-link')}@git.invalid/x\x1b\\repo\x1b]8;;\x1b\\",
+    f"said \x1b[31m{LISTED_COLOUR_SPLIT[0]}\x1b[0m{LISTED_COLOUR_SPLIT[1]}\x1b[0m",
+    f"\u009b32m{M('colour-8bit', 'hf_', 34)}\u009b0m",
+    # jq -C's colours for {"password": …}, as jq 1.6 prints them (the step runs jq too)
+    f'\x1b[1;39m{{\n  \x1b[0m\x1b[34;1m"password"\x1b[0m\x1b[1;39m:\x1b[0m \x1b[0;32m'
+    f'"{M("jq-captured")}"\x1b[0m\x1b[1;39m\n\x1b[1;39m}}\x1b[0m',
+]
+JQ_JSON = {"password": M("jq-real"), "user": "bob"}
+GREP_ENV = f"export HF_TOKEN={M('grep-env')} # for the hub\n"
+COLOUR_PIECES = [
+    split("colour-piece-token", M("colour-piece-token", "ghp_", 36), 0.5),
+    split("colour-piece-env", M("colour-piece-env", size=20)),
+]
+#: coloured secrets printed in pieces, seconds apart
+COLOUR_SCRIPT = f"""printf '\\033[32m%s' '{COLOUR_PIECES[0][0]}'; sleep 1.5
+printf '%s\\033[0m done\\n' '{COLOUR_PIECES[0][1]}'
+printf '\\033[1mHF_TOKEN\\033[0m=\\033[2m%s' '{COLOUR_PIECES[1][0]}'; sleep 1.5
+printf '%s\\033[0m\\n' '{COLOUR_PIECES[1][1]}'
+"""
 
 # --- a step's command line, env, its host's env, the runbook's redact list ------------------
 
@@ -237,6 +286,12 @@ LONG = [  # (offset, as printed)
     ),
     (2 * 256 * 1024 - 9, LISTED_LONG),
     (3 * 256 * 1024 - 16 * 1024 - 5, "https://u:" + M("long-url") + "@h.invalid/x"),
+    (  # a token split by colour codes, around the third cut
+        3 * 256 * 1024 - 16 * 1024 + 40,
+        "\x1b[32m{}\x1b[0m\x1b[1m{}\x1b[0m".format(
+            *split("long-colour", M("long-colour", "ghp_", 36), 0.3)
+        ),
+    ),
 ]
 
 
@@ -254,12 +309,19 @@ def runbook(folder: Path, python: Path) -> Path:
         "probe.json": json.dumps(PROBE_JSON) + "\n",
         "bench.txt": f"decode: 812.5 tok/s token={BENCH_LINE}\n",
         "slow.sh": SLOW_SCRIPT,
+        "coloured.txt": "\n".join(COLOURED) + "\n",
+        "colour.sh": COLOUR_SCRIPT,
+        "secret.json": json.dumps(JQ_JSON) + "\n",
+        "env.sh": GREP_ENV,
     }
     for name, content in files.items():
-        (folder / name).write_text(content)
+        (folder / name).write_bytes(content.encode())
     (folder / "long.txt").write_bytes(long_line())
     redact = json.dumps(
-        [LISTED, LISTED_BLANKS, LISTED_NOTE, LISTED_TRANSCRIPT, LISTED_SPLIT, LISTED_LONG]
+        [
+            *(LISTED, LISTED_BLANKS, LISTED_NOTE, LISTED_TRANSCRIPT, LISTED_SPLIT, LISTED_LONG),
+            LISTED_COLOUR,
+        ]
     )
     return write_runbook(
         folder,
@@ -289,6 +351,13 @@ run = "sh {folder}/slow.sh"
 name = "long"
 snapshots = false
 run = "cat {folder}/long.txt"
+
+[[steps]]
+name = "colour"
+snapshots = false
+run = '''cat {folder}/coloured.txt; sh {folder}/colour.sh
+grep --color=always TOK {folder}/env.sh
+if command -v jq >/dev/null; then jq -C . {folder}/secret.json; fi'''
 
 [probes.settings]
 json = true
@@ -349,6 +418,7 @@ def test_no_marker_reaches_the_database_files_by_any_channel(tmp_path: Path) -> 
     cli("run", "step", "print")
     cli("run", "step", "slow")
     cli("run", "step", "long")
+    cli("run", "step", "colour")
     for note in NOTES:
         cli("note", note, "--tag", TAG)
     cli("pitfalls", "ack", "cpu-torch", "--note", ACK)
@@ -388,6 +458,14 @@ def test_no_marker_reaches_the_database_files_by_any_channel(tmp_path: Path) -> 
         780 * 1024
     )
     assert any(isinstance(e, StepFinished) and e.status == "succeeded" for e in events)
+    # coloured output: masked where the terminal showed the secret, the colours kept
+    colour_runs = {e.run for e in started if e.step == "colour"}
+    coloured = b"".join(decode(c) for c in chunks if c.run in colour_runs)
+    assert b"\x1b[32m[REDACTED]\x1b[0m\n" in coloured
+    assert b"\x1b[33mpassword\x1b[0m: [REDACTED]\n" in coloured
+    assert b"\x1b[1mHF_TOKEN\x1b[0m=[REDACTED]\n" in coloured
+    assert b"[REDACTED]\x1b[0m\x1b[1m\x1b[0m ok\n" in coloured  # the token split by colours
+    assert b'\x1b[0;32m"[REDACTED]"\x1b[0m' in coloured  # jq -C's password
 
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("journal.db"))
     assert b"[REDACTED]" in raw
