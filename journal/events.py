@@ -63,9 +63,10 @@ class StepStarted(Event):
 
     ``redactions`` says what kind of secret was removed from which field, never the value.
     ``pid`` and ``machine`` identify the recording process, so a reader can tell a step that
-    is still running from one whose recorder died (shown as interrupted). A rollback run is a
-    step run named ``rollback`` whose ``rollback`` names its target set. A command typed in
-    `journal shell` is a step run with ``interactive`` set (its step named after the command).
+    is still running from one whose recorder died (shown as lost, or as not started before
+    its ``CommandLaunched``). A rollback run is a step run named ``rollback`` whose
+    ``rollback`` names its target set. A command typed in `journal shell` is a step run with
+    ``interactive`` set (its step named after the command).
     """
 
     type: ClassVar[str] = "StepStarted"
@@ -93,6 +94,24 @@ class StepStarted(Event):
     rollback: dict[str, Any] | None = None
     #: a command typed in `journal shell` (a step run of kind interactive), not a runbook step
     interactive: bool = False
+    #: its recorder records ``CommandLaunched`` before it hands the command to the host, so
+    #: that a run whose recorder died without one is known not to have started (False in
+    #: runs recorded before journal did, and in those of `journal shell` and imports)
+    launch_marked: bool = False
+
+
+@dataclass(frozen=True)
+class CommandLaunched(Event):
+    """journal is handing a step run's command to its host (recorded just before it does):
+    from here on the host may be running it. A run whose recorder died before this event
+    was ``not started`` (killed during its connection or its before-snapshot): nothing of it
+    ran on the host, and the next `journal run step` runs it; one whose recorder died after
+    it is ``lost`` (the command's fate unknown until `journal attach`)."""
+
+    type: ClassVar[str] = "CommandLaunched"
+
+    run: str
+    host_name: str
 
 
 @dataclass(frozen=True)
@@ -121,8 +140,11 @@ class OutputChunk(Event):
 
 @dataclass(frozen=True)
 class StepFinished(Event):
-    """A step ended: ``status`` is succeeded, failed, interrupted, timed-out, or skipped (a
-    benchmark that could not run on that host and said why in ``reason``: no failure).
+    """A step ended: ``status`` is succeeded, failed, interrupted, timed-out, skipped (a
+    benchmark that could not run on that host and said why in ``reason``: no failure),
+    ``not started`` (stopped before its command was handed to the host: nothing ran there,
+    no failure of the command) or ``disk full`` (journal stopped it, or did not launch it,
+    because the disk under its database was full).
 
     ``exit_code`` is the command's own status (None when it never returned one), ``signal``
     the signal that ended it where known, ``reason`` a sentence for anything but a plain exit.
@@ -330,6 +352,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         JournalOpened,
         HostKeyAccepted,
         StepStarted,
+        CommandLaunched,
         OutputChunk,
         StepFinished,
         StepReattached,

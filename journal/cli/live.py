@@ -40,6 +40,7 @@ STYLES = {
     "ok": "green",
     "skipped": "cyan",  # could not run on that host, said why: neither green nor red
     "not run": "dim",
+    "not started": "dim",  # stopped before its command was launched: nothing ran there
 }
 
 
@@ -82,7 +83,13 @@ def state_of(verdict: HostVerdict) -> str:
     """The table's word for how a host ended."""
     if verdict.ok:
         return "skipped" if verdict.status == "skipped" else "ok"
-    return {"interrupted": "interrupted", "timed-out": "TIMED OUT"}.get(verdict.status, "FAILED")
+    words = {
+        "interrupted": "interrupted",
+        "timed-out": "TIMED OUT",
+        "not started": "not started",
+        "disk full": "DISK FULL",
+    }
+    return words.get(verdict.status, "FAILED")
 
 
 class LiveTable(Echo):

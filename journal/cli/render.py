@@ -52,6 +52,8 @@ MARK = {
     "unfinished": "... ",
     "no change": "NOOP",
     "skipped": "skip",
+    "not started": "----",  # nothing of it ran on the host
+    "disk full": "FULL",
 }
 
 #: A run that succeeded but changed nothing asked is shown amber on a terminal.
@@ -59,7 +61,7 @@ AMBER = "\x1b[33m"
 RESET = "\x1b[0m"
 
 #: Runs `journal log --failed` keeps.
-FAILED = frozenset({"failed", "timed-out", "lost", "interrupted"})
+FAILED = frozenset({"failed", "timed-out", "lost", "interrupted", "disk full"})
 
 
 @dataclass
@@ -473,7 +475,8 @@ def show_text(run: StepRunView, judged: Judged) -> str:
         f"  command:  {run.command}",
         f"  status:   {status}"
         + (" (succeeded, but changed nothing it was asked to)" if status == "no change" else "")
-        + (" (could not run on this host, said why: no failure)" if status == "skipped" else ""),
+        + (" (could not run on this host, said why: no failure)" if status == "skipped" else "")
+        + (" (never launched: nothing of it ran on the host)" if status == "not started" else ""),
         f"  exit:     {'-' if run.exit_code is None else run.exit_code}",
         f"  started:  {when(run.started)}",
         f"  finished: {when(run.finished) if run.finished else '-'}",

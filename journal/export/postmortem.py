@@ -86,6 +86,7 @@ from journal.export.findings import action_items, pitfall_dict, run_url
 from journal.export.impact import headline_text, impact
 from journal.pitfalls.base import SEVERITIES, STATES, Finding
 from journal.projections.metrics import change_steps
+from journal.projections.progress import stands
 from journal.projections.timeline import (
     NoteView,
     StepRunView,
@@ -265,7 +266,8 @@ def latest_runs(timeline: Timeline) -> dict[tuple[str, str], StepRunView]:
     latest: dict[tuple[str, str], StepRunView] = {}
     for run in timeline.step_runs():
         if run.benchmark is None and not run.metrics:
-            latest[(run.step, run.host)] = run
+            if stands(run, latest.get((run.step, run.host))):  # not started: changed nothing
+                latest[(run.step, run.host)] = run
     return latest
 
 
@@ -380,14 +382,18 @@ def summary_sentences(
         out.append(f"{_n(len(failed), 'run')} did not succeed: {shown}{more}{after}.")
     elif runs:
         out.append("No step run failed.")
-    skipped = [r for r in runs if r.status == "skipped"]
-    if skipped:
-        shown = "; ".join(f"{r.step} on {r.host} ({r.reason or 'no reason'})" for r in skipped[:5])
-        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-        out.append(
-            f"{_n(len(skipped), 'run')} skipped, not failed (the host cannot run it): "
-            f"{shown}{more}."
-        )
+    for status, why, reason in (
+        ("skipped", "the host cannot run it", True),
+        ("not started", "stopped before the command was launched: nothing of it ran", False),
+    ):
+        these = [r for r in runs if r.status == status]
+        if these:
+            shown = ("; " if reason else ", ").join(
+                f"{r.step} on {r.host}" + (f" ({r.reason or 'no reason'})" if reason else "")
+                for r in these[:5]
+            )
+            more = f" and {len(these) - 5} more" if len(these) > 5 else ""
+            out.append(f"{_n(len(these), 'run')} {status}, not failed ({why}): {shown}{more}.")
     if findings:
         counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
         told = ", ".join(f"{n} {s}" for s, n in reversed(counts.items()) if n)

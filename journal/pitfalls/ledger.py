@@ -529,7 +529,11 @@ class _State:
         subject, _ = from_journal(ledger.journal, records, ledger.alive)
         running = {run.key for run in subject.runs if run.status in ("running", "unfinished")}
         if not final:
-            running |= {run.key for run in subject.runs if run.status in ("interrupted", "lost")}
+            running |= {
+                run.key
+                for run in subject.runs
+                if run.status in ("interrupted", "lost", "not started")
+            }
         new = {run.key for run in subject.runs}
         hosts = {run.host for run in subject.runs} | {
             f.host for f in subject.metrics if isinstance(f, Figure) and f.host

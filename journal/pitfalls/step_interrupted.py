@@ -5,7 +5,8 @@ old torch and had not yet put the new one in place, a build half-written, a comm
 running on the host after the SSH connection dropped. In a journal the step run says how it
 ended: `interrupted` (stopped by Ctrl-C, or by the SIGTERM or SIGHUP journal itself got: the
 signal is named), `lost` (journal was killed or its machine went down while the command ran:
-its heartbeat stopped, and the command's fate is unknown), `timed-out` (stopped after the
+its heartbeat stopped, and the command's fate is unknown), `disk full` (journal stopped the
+command itself because the disk under its database was full), `timed-out` (stopped after the
 step's timeout), killed by a signal
 (exit 137: SIGKILL, often the kernel's out-of-memory killer; 143: SIGTERM), or `failed` with
 no exit status because the connection was lost. In a transcript: `^C` near the end of a
@@ -122,6 +123,9 @@ def _from_status(run: Run) -> tuple[str, str] | None:
         return "recorder", "the step never finished: its recorder stopped"
     if run.status == "timed-out":
         return "timeout", reason or "stopped after the step's timeout"
+    if run.status == "disk full" and run.exit_code is not None and run.exit_code > 128:
+        # journal's own stop, with the signal it sent: not run (no exit status), no finding
+        return "disk-full", reason or "journal stopped it: the disk under its database was full"
     if run.status == "failed" and run.exit_code is None:
         if reason is not None:
             lowered = reason.lower()
@@ -149,6 +153,8 @@ TITLES = {
     "be running there, or may have been cut off half-way",
     "timeout": "{step} was stopped after its timeout before it finished",
     "killed": "{step} was killed before it finished",
+    "disk-full": "{step} was stopped by journal before it finished: the disk under journal's "
+    "database was full, so no more of its output could be recorded",
 }
 ADVICE = {
     "lost": "do not run it again before you know how it ended: the command ran under its "
@@ -162,6 +168,8 @@ ADVICE = {
     "the out-of-memory killer) and fix that (fewer build jobs: MAX_JOBS, a smaller batch); "
     "then {check} and {again}",
     "timeout": "if the step needs longer, raise its `timeout` in the runbook; {check} and {again}",
+    "disk-full": "free space on the filesystem of journal's database (`df -h` there; the host's "
+    "spool, ~/.journal/runs, if it is the same disk), then {check} and {again}",
 }
 DEFAULT_ADVICE = (
     "the command may have changed the host half-way: {check} (for an install, also whether the "

@@ -38,12 +38,19 @@ class HostState:
         return sum(1 for s in self.steps if s.done)
 
 
+def stands(run: StepRunView, before: StepRunView | None) -> bool:
+    """Whether ``run`` is where its step stands on its host after ``before`` (the run of the
+    step there before it): a run ``not started`` changed nothing, so an earlier run stands."""
+    return before is None or run.status != "not started"
+
+
 def progress(timeline: Timeline, hosts: list[str] | None = None) -> list[HostState]:
     """Each host's state against the latest plan (hosts seen in runs are included too)."""
     latest: dict[tuple[str, str], StepRunView] = {}
     last_of_host: dict[str, StepRunView] = {}
     for run in timeline.step_runs():
-        latest[(run.host, run.step)] = run
+        if stands(run, latest.get((run.host, run.step))):
+            latest[(run.host, run.step)] = run
         last_of_host[run.host] = run
     names = hosts or list(dict.fromkeys([*timeline.hosts, *last_of_host]))
     states = []

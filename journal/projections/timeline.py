@@ -11,6 +11,7 @@ from functools import singledispatch
 from typing import Any
 
 from journal.events import (
+    CommandLaunched,
     Event,
     ExpectationChecked,
     HostKeyAccepted,
@@ -126,6 +127,10 @@ class StepRunView:
     rollback: dict[str, Any] | None = None
     #: a command typed in `journal shell` (``StepStarted.interactive``)
     interactive: bool = False
+    #: its recorder marks the command's launch (``StepStarted.launch_marked``), and whether
+    #: it did (``CommandLaunched``): a run of a dead recorder never launched is not started
+    launch_marked: bool = False
+    launched: bool = False
     _diff: tuple[tuple[int, int], PackageDiff] | None = field(
         default=None, repr=False, compare=False
     )
@@ -226,6 +231,7 @@ def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
         benchmark=event.benchmark,
         rollback=event.rollback,
         interactive=event.interactive,
+        launch_marked=event.launch_marked,
     )
     state.runs[event.run] = view
     if event.imported and event.at:
@@ -247,6 +253,13 @@ def _(event: OutputChunk, rec: Recorded, state: Timeline) -> None:
     else:
         newlines = event.data.count("\n")
     view.lines[event.stream] = view.lines.get(event.stream, 0) + newlines
+
+
+@apply.register
+def _(event: CommandLaunched, rec: Recorded, state: Timeline) -> None:
+    view = state.runs.get(event.run)
+    if view is not None:
+        view.launched = True
 
 
 @apply.register
@@ -440,14 +453,30 @@ LOST = (
 )
 
 
+#: Why a run is not started: its recorder went away before it handed the command to the host.
+NOT_STARTED = (
+    "its recorder stopped before it launched the command (killed, or its machine went "
+    "down, while it connected or took the before-snapshot): nothing of it ran on the host; "
+    "run the step again"
+)
+
+
+def settled_status(view: StepRunView, alive: Callable[[str, int], bool]) -> str:
+    """What an unfinished run is now: ``running`` while its recorder lives; else ``not
+    started`` when its recorder marks launches and had not launched it, or ``lost``."""
+    if alive(view.machine, view.pid):
+        return "running"
+    return "not started" if view.launch_marked and not view.launched else "lost"
+
+
 def settle(timeline: Timeline, alive: Callable[[str, int], bool] = recorder_alive) -> Timeline:
     """Mark unfinished runs as running while their recorder lives (its heartbeat is fresh),
-    else lost: never interrupted by guess."""
+    else not started (never launched) or lost: never interrupted by guess."""
     for view in timeline.runs.values():
         if view.status == "unfinished":
-            if alive(view.machine, view.pid):
-                view.status = "running"
-            else:
-                view.status = "lost"
+            view.status = settled_status(view, alive)
+            if view.status == "lost":
                 view.reason = LOST
+            elif view.status == "not started":
+                view.reason = NOT_STARTED
     return timeline

@@ -19,14 +19,27 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
-from journal.events import OutputChunk, StepFinished, StepReattached, StepStarted
+from journal.events import (
+    CommandLaunched,
+    OutputChunk,
+    StepFinished,
+    StepReattached,
+    StepStarted,
+)
 from journal.projections.stored import current_timeline
 from journal.projections.timeline import StepRunView, Timeline, apply, settle
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Runbook
 from journal.service.heartbeat import heartbeat
-from journal.service.steps import StepRun, StepWatch, connect
+from journal.service.steps import (
+    NOT_STARTED,
+    StepRun,
+    StepWatch,
+    connect,
+    named_own_stop,
+    own_stop_marked,
+)
 from journal.store import EventStore
 from journal.transport import transport_for
 from journal.transport.base import Cancel, Outcome, Stopper
@@ -87,7 +100,11 @@ def lost_runs(
     on a host the runbook does not have or recorded before runs could be attached to."""
     journal = runbook.name
     if not wanted:
-        views = [v for v in _unfinished(store, journal) if v.status == "lost" and not v.imported]
+        views = [
+            v
+            for v in _unfinished(store, journal)
+            if v.status in ("lost", NOT_STARTED) and not v.imported
+        ]
         return _checked(store, runbook, views, strict)
     timeline = current_timeline(store, journal)
     views = []
@@ -105,7 +122,7 @@ def lost_runs(
                 f"run {view.run_id} ({view.step} on {view.host}) is being recorded by "
                 f"pid {view.pid} on {view.machine}: its heartbeat is fresh"
             )
-        if view.status != "lost":
+        if view.status not in ("lost", NOT_STARTED):
             raise BadInput(
                 f"run {view.run_id} ({view.step} on {view.host}) has ended: {view.status}"
             )
@@ -119,7 +136,7 @@ def _unfinished(store: EventStore, journal: str) -> list[StepRunView]:
     end events are all that is read, however long the journal."""
     timeline = Timeline(journal)
     for run in store.unfinished_runs(journal):
-        kinds = [StepStarted.type, StepReattached.type, StepFinished.type]
+        kinds = [StepStarted.type, CommandLaunched.type, StepReattached.type, StepFinished.type]
         for rec in store.read(journal, run_id=run, types=kinds):
             apply(rec.event, rec, timeline)
     return list(settle(timeline, store.liveness()).runs.values())
@@ -130,6 +147,9 @@ def _checked(
 ) -> list[Lost]:
     found = []
     for view in views:
+        if view.status == NOT_STARTED:
+            found.append(Lost(view, {}))  # nothing ran on its host: nothing to reach there
+            continue
         if view.host not in runbook.hosts:
             if not strict:
                 continue
@@ -195,6 +215,8 @@ def _attach(
     accept_new_host_key: bool,
 ) -> StepRun:
     journal, view = runbook.name, item.view
+    if view.status == NOT_STARTED:
+        return _not_started(store, journal, view, echo)
     host = runbook.hosts[view.host]
     step = next((s for s in runbook.steps if s.name == view.step), None)
     env = {**host.env, **(step.env if step else {})}
@@ -217,6 +239,8 @@ def _attach(
         ],
     )
     echo.say(f"attached to {view.step} on {view.host} (run {view.run_id})")
+    # journal stopped it itself for a full disk under its database: the host says so
+    own_stop = own_stop_marked(transport, view.run_id)
     recorder = OutputRecorder(
         lambda chunks: store.append(journal, chunks),
         view.run_id,
@@ -255,6 +279,8 @@ def _attach(
             outcome.signal,
             outcome.reason or "recorded to its end by `journal attach` after its recorder was lost",
         )
+        if own_stop:
+            outcome = named_own_stop(outcome)
     store.append(
         journal,
         [
@@ -269,4 +295,25 @@ def _attach(
             )
         ],
     )
+    return StepRun(view.run_id, view.step, view.host, outcome)
+
+
+def _not_started(store: EventStore, journal: str, view: StepRunView, echo: StepWatch) -> StepRun:
+    """Record the end of a run whose recorder died before it launched the command: nothing
+    of it ran on the host, so there is nothing to reach there."""
+    outcome = Outcome(NOT_STARTED, None, 0.0, None, view.reason)
+    store.append(
+        journal,
+        [
+            StepFinished(
+                run=view.run_id,
+                host_name=view.host,
+                status=NOT_STARTED,
+                exit_code=None,
+                duration=0.0,
+                reason=view.reason,
+            )
+        ],
+    )
+    echo.say(f"{view.step} on {view.host} (run {view.run_id}): not started: {view.reason}")
     return StepRun(view.run_id, view.step, view.host, outcome)

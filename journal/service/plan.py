@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from journal.errors import BadInput
 from journal.pitfalls.base import Finding
+from journal.projections.progress import stands
 from journal.projections.stored import current_timeline
+from journal.projections.timeline import StepRunView
 from journal.runbook import Host, Runbook, Step
 from journal.service.findings import findings_for_runs
 from journal.service.fleet import FleetRun, Schedule
@@ -227,7 +229,10 @@ class PlanRoll:
         so) when none is left."""
         store, runbook = self.store, self.runbook
         timeline = current_timeline(store, runbook.name)
-        latest = {(r.host, r.step): r for r in timeline.step_runs()}
+        latest: dict[tuple[str, str], StepRunView] = {}
+        for r in timeline.step_runs():
+            if stands(r, latest.get((r.host, r.step))):  # a run not started changed nothing
+                latest[(r.host, r.step)] = r
         skipped = 0
         for step in steps:
             hosts = self.hosts(step, batch)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from journal.store import EventStore
 
 #: Run states that make a run of a step a try that the next run of it tries again.
-FAILED = frozenset({"failed", "timed-out", "interrupted", "lost"})
+FAILED = frozenset({"failed", "timed-out", "interrupted", "lost", "not started", "disk full"})
 
 
 def find_run(journal: str, prefix: str, runs: list[str]) -> str:

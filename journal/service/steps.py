@@ -15,8 +15,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from journal.errors import Busy, DiskFull
-from journal.events import HostKeyAccepted, JournalOpened, StepFinished, StepStarted
+from journal.events import (
+    CommandLaunched,
+    HostKeyAccepted,
+    JournalOpened,
+    StepFinished,
+    StepStarted,
+)
 from journal.expect import Verdict
+from journal.probes.runner import CaptureSink
 from journal.projections.packages import change_text, diff_packages
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
@@ -27,11 +34,23 @@ from journal.service.heartbeat import heartbeat
 from journal.store import EventStore
 from journal.transport import ConnectFailed, Outcome, Transport, transport_for
 from journal.transport.base import DISK_FULL
+from journal.transport.supervisor import folder
 
 if TYPE_CHECKING:
     from journal.notify import Notifier
 
 R = TypeVar("R")
+
+#: The end of a run stopped before its command was handed to the host (nothing of it ran
+#: there): no failure of the command, and the next `journal run step` runs it.
+NOT_STARTED = "not started"
+#: The end of a run journal stopped, or did not launch, because the disk under its database
+#: was full (exit status 2, as for any full disk): not the command's failure, nor a kill.
+DISK_FULL_STATUS = "disk full"
+#: The mark journal leaves in a run's folder on its host (:mod:`journal.transport.supervisor`)
+#: when it stopped the command itself because the disk under its database was full: with
+#: nothing more fitting in the database, the host is where `journal attach` learns it.
+OWN_STOP_MARK = "stopped-disk-full"
 
 
 def new_run_id() -> str:
@@ -230,6 +249,7 @@ def _record_on_host(
                 redactions=found + more,
                 benchmark=measure.benchmark if measure else None,
                 rollback=rollback,
+                launch_marked=True,
             )
         ],
     )
@@ -276,9 +296,30 @@ def _record_on_host(
     refused: Busy | DiskFull | None = None
     spooled = False  # whether the command's output is being recorded from its spool
     ran: Outcome | None = None
+
+    def not_started() -> StepRun:
+        """The end of a run stopped before its command was handed to the host."""
+        why = getattr(cancel, "why", "Ctrl-C")
+        return finish(
+            Outcome(
+                NOT_STARTED,
+                None,
+                time.monotonic() - started,
+                None,
+                f"interrupted ({why}) before its command was launched: nothing of it ran on "
+                f"{host.name}",
+            )
+        )
+
     try:
+        if cancel.is_set():  # while it connected
+            return not_started()
         if step.snapshots:
             before = checks.snapshot("before", run_id, run_id)
+        if cancel.is_set():  # while it took the before-snapshot
+            return not_started()
+        # Recorded before the launch: a run whose recorder dies before this was not started.
+        store.append(journal, [CommandLaunched(run=run_id, host_name=host.name)])
         # Made now, so that chunk times count from the command's start.
         recorder = OutputRecorder(
             lambda chunks: store.append(journal, chunks),
@@ -310,6 +351,10 @@ def _record_on_host(
         # The store refused a write (its lock held too long, its disk full): the error ends
         # journal's command (exit 2), not as a step's failure (255 once said "unreachable")
         refused = exc
+        if spooled and isinstance(exc, DiskFull) and not step.detach:
+            # the transport stopped the command: say so on the host, where `journal attach`
+            # reads it (nothing more fits in the database)
+            mark_own_stop(transport, run_id)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the step run must be closed
         outcome = Outcome(
             "failed",
@@ -338,11 +383,14 @@ def _record_on_host(
     if refused is not None:
         # refused before the command started, or after its output was all recorded: the
         # run's end is recorded if the store takes that much
+        full = isinstance(refused, DiskFull)
         if ran is None:
             ran = Outcome("failed", None, time.monotonic() - started, None)
-        why = f"journal could not record all of it: {refused}"
+            why = f"its command was not launched: journal could not record it: {refused}"
+        else:
+            why = f"journal could not record all of it: {refused}"
         with contextlib.suppress(Busy, DiskFull):
-            finish(replace(ran, status="failed", reason=why))
+            finish(replace(ran, status=DISK_FULL_STATUS if full else "failed", reason=why))
         raise refused
     return replace(finish(outcome), failed_expectations=failed)
 
@@ -393,19 +441,67 @@ def connect(transport: Transport, host: Host, append: Append) -> str | None:
     return None
 
 
+def mark_own_stop(transport: Transport, run_id: str) -> None:
+    """Leave :data:`OWN_STOP_MARK` in the run's folder on its host (an empty file: it fits
+    where a byte more does not); nothing when that cannot be done."""
+    d = folder(run_id)
+    script = f"[ -d {d} ] && : > {d}/{OWN_STOP_MARK}"
+    with contextlib.suppress(Exception):
+        transport.probe(script, {}, None, 30, CaptureSink(), threading.Event(), run_id=run_id)
+
+
+def own_stop_marked(transport: Transport, run_id: str) -> bool:
+    """Whether journal left :data:`OWN_STOP_MARK` for this run on its host (asked before the
+    run's folder goes: `journal attach`)."""
+    d = folder(run_id)
+    sink = CaptureSink()
+    script = f"[ -e {d}/{OWN_STOP_MARK} ] && echo marked"
+    try:
+        transport.probe(script, {}, None, 30, sink, threading.Event(), run_id=run_id)
+    except Exception:  # noqa: BLE001 - unknown: the run's end is named by its exit status
+        return False
+    return b"marked" in sink.streams["stdout"]
+
+
+def named_own_stop(outcome: Outcome) -> Outcome:
+    """``outcome`` of a command that journal stopped itself for a full disk under its
+    database (:func:`mark_own_stop`): ``disk full`` when the signal journal sent ended it;
+    as it is when the command had ended by itself first."""
+    if outcome.status not in ("failed", "interrupted") or outcome.signal not in (
+        "SIGTERM",
+        "SIGINT",
+        "SIGKILL",
+    ):
+        return outcome
+    return replace(
+        outcome,
+        status=DISK_FULL_STATUS,
+        reason=(
+            f"journal stopped the command itself ({outcome.signal}): the disk under its "
+            "database was full, so no more of its output could be recorded (what it printed "
+            "until then is recorded, from its spool); free space on the database's "
+            "filesystem (`df -h`), check what the command left, then run the step again"
+        ),
+    )
+
+
 def exit_status(runs: list[StepRun]) -> int:
     """0 when every host succeeded (or skipped: a benchmark its host cannot run, which said
     why); else the first failure's own exit status (or 124 for a
-    timeout, 130 for Ctrl-C and 128 + the signal when journal got SIGTERM or SIGHUP, 255 when
-    the host could not be reached, as ssh does, 2 when the host's disk was full for the run's
-    spool, 1 when the command exited 0 but failed its expectations or printed no figure)."""
+    timeout, 130 for Ctrl-C and 128 + the signal when journal got SIGTERM or SIGHUP, also
+    for a run so stopped before its command was launched, 255 when the host could not be
+    reached, as ssh does, 2 when the host's disk was full for the run's spool or the one
+    under the database was, 1 when the command exited 0 but failed its expectations or
+    printed no figure)."""
     for run in runs:
         outcome = run.outcome
         if outcome.ok:
             continue
-        if outcome.cause == DISK_FULL:
+        if outcome.cause == DISK_FULL or outcome.status == DISK_FULL_STATUS:
             return 2  # the host's disk: no more "unreachable" than the database's
-        if outcome.status == "interrupted":
+        if outcome.status == NOT_STARTED and not (outcome.reason or "").startswith("interrupted ("):
+            continue  # its recorder died before launching it (`journal attach`): no failure
+        if outcome.status in ("interrupted", NOT_STARTED):
             # 130 for Ctrl-C; 128 + the signal for one journal itself got (143: SIGTERM)
             asked = re.match(r"interrupted \((SIG[A-Z]+)\)", outcome.reason or "")
             if asked and asked.group(1) in signal.Signals.__members__:

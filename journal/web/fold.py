@@ -38,6 +38,7 @@ from journal.projections.timeline import (
     index_of,
     recorder_alive,
     settle,
+    settled_status,
 )
 from journal.service.findings import fold_ack
 
@@ -166,7 +167,7 @@ _SERIALS = itertools.count(1)
 
 def _settled_status(view: StepRunView, alive: Alive) -> str:
     """What settling makes of an unfinished run now: running while its recorder lives."""
-    return "running" if alive(view.machine, view.pid) else "lost"
+    return settled_status(view, alive)
 
 
 class _Batch:

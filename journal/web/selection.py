@@ -30,6 +30,8 @@ STATUSES = (
     "interrupted",
     "lost",
     "timed-out",
+    "disk full",
+    "not started",
     "skipped",
     "running",
     "imported",
