@@ -5,6 +5,14 @@ from __future__ import annotations
 import os
 
 
+def shown(value: str, width: int = 60) -> str:
+    """``value`` quoted for a message: its start and its length when it is long, so that a
+    message stays one paragraph whatever was given (a 100 KB name, a pasted log)."""
+    if len(value) <= width:
+        return repr(value)
+    return f"{value[:width]!r}... ({len(value):,} characters)"
+
+
 class BadInput(Exception):
     """Input the user can fix (a runbook, a flag, a name): exit status 2, nothing recorded."""
 

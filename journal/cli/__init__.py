@@ -6,6 +6,9 @@ tampering, 2 for bad input with a one-paragraph message and no traceback.
 
 from __future__ import annotations
 
+import journal.cli.startup  # first: a Ctrl-C while the rest loads ends journal cleanly
+
+# isort: split
 import argparse
 import os
 import signal
@@ -13,12 +16,16 @@ import sys
 
 from journal import __version__
 from journal.cli import commands, metrics, pitfalls, serve
-from journal.cli.context import Context, default_db, default_runbook
+from journal.cli.context import Context, default_db, default_runbook, text_argument
 from journal.cli.notify import base_url_option
 from journal.errors import BadInput
 
 
 class _Parser(argparse.ArgumentParser):
+    def _get_value(self, action: argparse.Action, arg_string: str) -> object:
+        text_argument(action, arg_string)  # bytes that are no UTF-8: exit 2, naming it
+        return super()._get_value(action, arg_string)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"journal: {message} (see `{self.prog} --help`)\n")
 
@@ -337,17 +344,22 @@ def _stop(signum: int, frame: object) -> None:
 
 def _stop_on_signals() -> None:
     """SIGTERM and SIGHUP (the operator's SSH session dropping) stop journal the way Ctrl-C
-    does, so that no step's command outlives its record unseen."""
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            signal.signal(signum, _stop)
-        except (ValueError, OSError):
-            pass  # not the main thread (journal called from a program): leave its handlers
+    does, so that no step's command outlives its record unseen; a signal ignored when journal
+    started stays ignored (`nohup journal run plan &`: the logout's SIGHUP goes nowhere).
+    Ctrl-C raises KeyboardInterrupt again (:mod:`journal.cli.startup` ended journal on it
+    while it started)."""
+    try:
+        if signal.getsignal(signal.SIGINT) is journal.cli.startup.interrupted:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                signal.signal(signum, _stop)
+    except (ValueError, OSError):
+        pass  # not the main thread (journal called from a program): leave its handlers
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _stop_on_signals()
     ctx = Context(
         db=args.db or "journal.db",
         runbook_path=args.runbook,
@@ -355,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         db_given=args.db is not None,
     )
     try:
+        _stop_on_signals()  # in the try: from here a signal ends journal through it
         code = int(args.func(ctx, args) or 0)
         # the steps were stopped as for Ctrl-C (130); the exit status names the real signal
         return 128 + _stopped_by[0] if _stopped_by and code == 130 else code

@@ -18,6 +18,7 @@ from journal.errors import BadInput
 from journal.events import NoteAdded, StepStarted
 from journal.paths import make_folder, output_file, write_file
 from journal.projections.progress import progress
+from journal.projections.timeline import Timeline
 from journal.runbook import TEMPLATE, parse
 from journal.service.runs import find_stored_run
 from journal.terminal import visible, visible_output
@@ -400,6 +401,7 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
     journal = ctx.read_journal()
     store = ctx.store
     timeline, judged, told = _judged(ctx, journal, colour=_colour())
+    _known_filters(ctx, journal, timeline, args.host, args.step)
     keep = render.Filter(args.host, args.step, args.failed)
     if args.format == "json":
         if args.follow or args.output:
@@ -444,6 +446,39 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
             time.sleep(0.2)
     except KeyboardInterrupt:
         return 0
+
+
+def _known_filters(
+    ctx: Context, journal: str, timeline: Timeline, host: str | None, step: str | None
+) -> None:
+    """Bad input for `log --host H` or `--step S` naming what the journal (and its runbook)
+    does not know: a typo would otherwise print an empty timeline and exit 0."""
+    from journal.errors import shown
+    from journal.runbook import suggest
+
+    if host is None and step is None:
+        return
+    runbook = ctx.runbook if ctx.has_runbook() and ctx.runbook.name == journal else None
+    if host is not None:
+        hosts = dict.fromkeys([*timeline.hosts, *(runbook.hosts if runbook else [])])
+        hosts.update(dict.fromkeys(getattr(i, "host", None) for i in timeline.items))
+        hosts.update(dict.fromkeys(timeline.latest_probes))
+        known = [h for h in hosts if h]
+        if host not in known:
+            raise BadInput(
+                f"log --host {shown(host)}: journal {journal} has no host by that name"
+                f"{suggest(host, known)}; nothing was shown"
+            )
+    if step is not None:
+        steps = dict.fromkeys([*timeline.plan, *(runbook.plan if runbook else [])])
+        steps.update(dict.fromkeys([*(runbook.benchmarks if runbook else [])]))
+        steps.update(dict.fromkeys(run.step for run in timeline.runs.values()))
+        known = [s for s in steps if s]
+        if step not in known:
+            raise BadInput(
+                f"log --step {shown(step)}: journal {journal} has no step by that name"
+                f"{suggest(step, known)}; nothing was shown"
+            )
 
 
 def _write_output(store, journal: str, run: str, shown) -> None:  # type: ignore[no-untyped-def]

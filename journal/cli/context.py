@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from journal.errors import BadInput
-from journal.runbook import Runbook, load
+from journal.errors import BadInput, shown
+from journal.runbook import NAME, NAME_LENGTH, NAME_RULE, Runbook, load
 
 if TYPE_CHECKING:
     from journal.notify import Notifier
@@ -54,7 +55,7 @@ class Context:
     def journal(self) -> str:
         """The journal meant: --journal, else the runbook's, else the only one in the database."""
         if self.journal_name:
-            return self.journal_name
+            return self._named(self.journal_name)
         if self.has_runbook():
             return self.runbook.name
         self.require_db(f"there is no runbook at {self.runbook_path} and ")
@@ -68,7 +69,25 @@ class Context:
             )
         raise BadInput(
             f"no runbook at {self.runbook_path} and the database holds several journals "
-            f"({', '.join(names)}); pick one with --journal NAME"
+            f"({listed(names)}); pick one with --journal NAME"
+        )
+
+    def _named(self, name: str) -> str:
+        """``--journal NAME`` when it is a usable name (as a runbook's ``[journal] name`` must
+        be: both backends hold it as it is), or one the database already holds (recorded
+        before names were checked); else bad input, before anything is opened or written."""
+        if NAME.match(name):
+            return name
+        if (
+            len(name) <= NAME_LENGTH
+            and _encodable(name)
+            and self.db_exists()
+            and self.store.has_journal(name)
+        ):
+            return name
+        raise BadInput(
+            f"--journal {shown(name)} is not a usable journal name ({NAME_RULE}); nothing "
+            "was read or recorded"
         )
 
     def read_journal(self) -> str:
@@ -81,18 +100,18 @@ class Context:
             return name
         if self.has_runbook() and self.runbook.name == name:
             return name  # opened by its runbook; nothing recorded yet
-        self.require_db(f"no journal {name!r} to read: ")
-        from journal.store.engine import shown
+        self.require_db(f"no journal {shown(name)} to read: ")
+        from journal.store.engine import shown as url_shown
 
         known = self.store.journals()
-        where = f"the database {shown(self.db)}"
+        where = f"the database {url_shown(self.db)}"
         if not known:
-            raise BadInput(f"no journal named {name!r}: {where} holds no journal yet")
+            raise BadInput(f"no journal named {shown(name)}: {where} holds no journal yet")
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise BadInput(
-            f"no journal named {name!r} in {where}{hint}; the journals there: "
-            f"{', '.join(known)} (pick one with --journal NAME)"
+            f"no journal named {shown(name)} in {where}{hint}; the journals there: "
+            f"{listed(known)} (pick one with --journal NAME)"
         )
 
     def db_exists(self) -> bool:
@@ -130,6 +149,64 @@ class Context:
             self._notifier.close()  # after the command's work is recorded, at most a while
         if self._store is not None:
             self._store.close()
+
+
+def listed(names: list[str], most: int = 10) -> str:
+    """Names for a message: each as it is (a long one shortened), the first ``most`` of them
+    and how many more."""
+    shortened = [name if len(name) <= 60 else shown(name) for name in names[:most]]
+    more = f" and {len(names) - most:,} more" if len(names) > most else ""
+    return ", ".join(shortened) + more
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` is UTF-8 text (no byte that the command line could not decode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+#: The arguments that are paths handed to the OS as they are and never recorded, so that a
+#: file name in another encoding than UTF-8 is as good as any. Not the runbook's (nor `init`'s
+#: folder, which holds it): the journal records where its runbook is.
+PATH_ARGUMENTS = frozenset({"db", "files", "output", "witness", "source", "target"})
+
+
+def text_argument(action: argparse.Action, value: str) -> None:
+    """Refuse an argument that is not UTF-8 text (Python hands bytes it cannot decode over as
+    lone surrogates, which no database can store) unless it is a path: what the command line
+    gives is recorded as text, and the message names the argument before anything is opened."""
+    if (
+        isinstance(action, argparse._SubParsersAction)  # the command's own arguments follow
+        or action.dest in PATH_ARGUMENTS
+        or _encodable(value)
+    ):
+        return
+    bad = 0
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+        raw.decode("utf-8")
+    except UnicodeEncodeError:  # a surrogate given as such, not from a byte
+        raw, at = value.encode("utf-8", "surrogatepass"), "a lone surrogate"
+    except UnicodeDecodeError as exc:
+        bad, at = exc.start, f"byte 0x{raw[exc.start]:02x} at {exc.start}"
+    else:
+        at = "a lone surrogate"
+    # caf\xe9, as a shell's $'...' writes it; of a long one, the part around the first bad byte
+    start, end = max(0, bad - 40), bad + 20
+    spelled = raw[start:end].decode("utf-8", "backslashreplace")
+    if start or end < len(raw):
+        spelled = f"{'...' if start else ''}{spelled}{'...' if end < len(raw) else ''}"
+        spelled += f" ({len(raw):,} bytes)"
+    raise argparse.ArgumentError(
+        action,
+        f"{spelled} is not UTF-8 text ({at} is no UTF-8 character: the terminal or "
+        "script passed another encoding, such as Latin-1); journal records text as UTF-8, "
+        "so nothing was recorded: give it in UTF-8 (e.g. convert it with `iconv -f latin1 "
+        "-t utf-8`, or rename a file so named)",
+    )
 
 
 def default_db() -> str | None:

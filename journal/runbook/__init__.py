@@ -3,11 +3,12 @@ what to redact; its probes and benchmarks tables are read by :mod:`journal.runbo
 :mod:`journal.runbook.benchmarks`. This package is the runbook's schema, all of it.
 
 Every error names the file, the line where one can be found, and the key path, and is raised
-as :class:`BadInput` (exit status 2).
+as :class:`BadInput` (exit status 2). A runbook file is at most :data:`MAX_RUNBOOK_BYTES`.
 """
 
 from __future__ import annotations
 
+import gc
 import re
 import tomllib
 from collections import Counter
@@ -19,12 +20,39 @@ from journal.benchmarks import BenchmarkSpec
 from journal.errors import BadInput
 from journal.probes import ProbeSpec
 from journal.runbook.benchmarks import benchmark_specs
-from journal.runbook.checker import NAME, NAME_RULE, _Checker, _kind, suggest
+from journal.runbook.checker import (
+    NAME,
+    NAME_LENGTH,
+    NAME_RULE,
+    _Checker,
+    _kind,
+    shown,
+    suggest,
+    usable_name,
+)
 from journal.runbook.notify import NotifySpec, notify_specs
 from journal.runbook.probes import probe_specs
 from journal.runbook.template import TEMPLATE
 
-__all__ = ["NAME", "NAME_RULE", "TEMPLATE", "Host", "Runbook", "Step", "load", "parse", "suggest"]
+__all__ = [
+    "MAX_RUNBOOK_BYTES",
+    "NAME",
+    "NAME_LENGTH",
+    "NAME_RULE",
+    "TEMPLATE",
+    "Host",
+    "Runbook",
+    "Step",
+    "load",
+    "parse",
+    "suggest",
+    "usable_name",
+]
+
+#: The largest runbook file read (32 MiB): a plan of 100,000 steps, each with its command,
+#: env, probes, expectations and hosts, is 20 MB and is checked in seconds; a file past it is
+#: refused before it is parsed, not found out by a command that hangs reading it.
+MAX_RUNBOOK_BYTES = 32 * 1024 * 1024
 
 SSH_TARGET = re.compile(
     r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
@@ -190,13 +218,22 @@ def load(path: str | Path) -> Runbook:
     """Read and validate a runbook file."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            # one byte past the limit tells a file too big (a FIFO or /dev/zero too)
+            raw = file.read(MAX_RUNBOOK_BYTES + 1)
     except FileNotFoundError:
         raise BadInput(
             f"{path}: no runbook there; write one with `journal init` or name one with --runbook"
         ) from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot read the runbook: {exc.strerror}") from None
+    if len(raw) > MAX_RUNBOOK_BYTES:
+        raise BadInput(
+            f"{path}: the runbook is larger than {MAX_RUNBOOK_BYTES // 2**20} MiB, the most "
+            "journal reads (a plan of 100,000 steps is about 20 MB): nothing was read from "
+            "it; split the plan into runbooks of their own (--runbook FILE, each with its "
+            "journal name), or move long scripts into files the steps run"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -209,6 +246,10 @@ def load(path: str | Path) -> Runbook:
 
 def parse(text: str, path: Path) -> Runbook:
     """Validate runbook text; ``path`` is only used in messages."""
+    # Reading makes a tree of small dicts, lists and strings and no cycles: the collector's
+    # passes over the growing heap find nothing and cost a sixth of the time of a big plan.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _parse(text, path)
     except RecursionError:
@@ -218,6 +259,9 @@ def parse(text: str, path: Path) -> Runbook:
             f"{path}: the runbook nests too deeply (arrays or tables inside each other, "
             "hundreds of levels down) to be read; no runbook needs that: flatten it"
         ) from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _parse(text: str, path: Path) -> Runbook:
@@ -243,6 +287,13 @@ def _parse(text: str, path: Path) -> Runbook:
         raise check.fail("journal.name", 'missing: give the journal a name (name = "...")')
     name = check.name(journal["name"], "journal.name")
     redact = check.strings(journal.get("redact", []), "journal.redact")
+    for index, value in enumerate(redact):
+        if not value.strip():
+            raise check.fail(
+                f"journal.redact[{index}]",
+                f"{value!r} is blank: an empty value masks nothing (and blanks would mask "
+                'every space): list each secret itself, e.g. redact = ["a-literal-secret"]',
+            )
 
     hosts_table = check.table(data.get("hosts", {}), "hosts")
     if not hosts_table:
@@ -294,9 +345,40 @@ def _parse(text: str, path: Path) -> Runbook:
     base_url = journal.get("base_url")
     if base_url is not None:
         base_url = _base_url(check, base_url)
+    # Last, so that a check that knows the key says why first (an env value, a name). TOML's
+    # text holds no NUL byte: a NUL comes from an escape, so without one none is there.
+    if "\\u0000" in text or "\\U00000000" in text:
+        _no_nul(check, data, "")
     return Runbook(
         path, name, hosts, steps, redact, probes, benchmarks, text, groups, notify, base_url
     )
+
+
+def _no_nul(check: _Checker, value: Any, key: str) -> None:
+    """BadInput naming the first key or string holding a NUL character (``\\u0000``): a shell
+    ends a command, an argument or a path at it, so what ran would not be what was written."""
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for name, item in items:
+        where = f"{key}[{name}]" if isinstance(name, int) else f"{key}.{name}" if key else name
+        if isinstance(name, str) and "\0" in name:
+            raise check.fail(
+                key or where, f"the key {name!r} holds a NUL character (\\u0000): drop it"
+            )
+        if isinstance(item, str):
+            if "\0" in item:
+                raise check.fail(
+                    where,
+                    f"{shown(item)} holds a NUL character (\\u0000), which no command, "
+                    "argument or path can hold (a shell stops reading at it): drop it",
+                )
+        elif isinstance(item, dict | list):
+            _no_nul(check, item, where)
 
 
 def _base_url(check: _Checker, value: Any) -> str:
@@ -317,7 +399,7 @@ def _base_url(check: _Checker, value: Any) -> str:
 def _host(check: _Checker, name: str, spec: Any) -> Host:
     key = f"hosts.{name}"
     if not NAME.match(name):
-        raise check.fail(key, f"{name!r} is not a usable host name ({NAME_RULE})")
+        raise check.fail(key, f"{shown(name)} is not a usable host name ({NAME_RULE})")
     spec = check.table(spec, key)
     check.known_keys(spec, HOST_KEYS, key)
     if "ssh" not in spec:
@@ -361,7 +443,7 @@ def _groups(check: _Checker, table: dict[str, Any], hosts: dict[str, Host]) -> d
     for name, members in table.items():
         key = f"groups.{name}"
         if not NAME.match(name):
-            raise check.fail(key, f"{name!r} is not a usable group name ({NAME_RULE})")
+            raise check.fail(key, f"{shown(name)} is not a usable group name ({NAME_RULE})")
         if name in hosts:
             raise check.fail(
                 key,
@@ -388,14 +470,24 @@ def _groups(check: _Checker, table: dict[str, Any], hosts: dict[str, Host]) -> d
 
 def _expand(names: list[str], groups: dict[str, list[str]]) -> list[str]:
     """Host names with each group's name replaced by its hosts, in place, each host once."""
+    if groups.keys().isdisjoint(names):
+        return list(dict.fromkeys(names))
     return list(dict.fromkeys(h for n in names for h in groups.get(n, [n])))
 
 
 def _expect_specs(check: _Checker, expect: dict[str, Any], key: str) -> None:
-    """Every expectation must parse now, not fail halfway through an upgrade."""
+    """Every expectation must parse now, not fail halfway through an upgrade. An expectation
+    is parsed from its key and text alone, so one that parsed is not parsed again when
+    another step gives it too (a plan's steps repeat theirs)."""
     from journal.expect import validate
 
-    validate(expect, key, check.fail)
+    fresh = {
+        k: v
+        for k, v in expect.items()
+        if not isinstance(v, str | int | float) or (k, v) not in check.expectations
+    }
+    validate(fresh, key, check.fail)
+    check.expectations.update((k, v) for k, v in fresh.items() if isinstance(v, str | int | float))
 
 
 def _step(
@@ -419,7 +511,7 @@ def _step(
     probes = check.strings(spec.get("probes", []), f"{key}.probes")
     expect = check.table(spec.get("expect", {}), f"{key}.expect")
     _expect_specs(check, expect, f"{key}.expect")
-    step_hosts = check.strings(spec.get("hosts", []), f"{key}.hosts")
+    step_hosts = check.hosts(spec["hosts"], f"{key}.hosts") if "hosts" in spec else []
     for host in step_hosts:
         if host not in hosts and host not in groups:
             known = [*hosts, *groups]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from journal.benchmarks import BUILTIN, DEFAULT_TIMEOUT_S, LABEL, BenchmarkSpec
-from journal.runbook.checker import NAME, NAME_RULE, _Checker, suggest
+from journal.runbook.checker import NAME, NAME_RULE, _Checker, shown, suggest
 
 BENCH_KEYS = {
     "run",
@@ -34,7 +34,7 @@ def benchmark_specs(
     for name, table in tables.items():
         key = f"benchmarks.{name}"
         if not NAME.match(name):
-            raise fail(key, f"{name!r} is not a usable name ({NAME_RULE})")
+            raise fail(key, f"{shown(name)} is not a usable name ({NAME_RULE})")
         if not isinstance(table, dict):
             raise fail(key, 'expected a table with run = "..." and parser = "..."')
         for option in table:
@@ -60,6 +60,8 @@ def benchmark_specs(
         bench_hosts = table.get("hosts", [])
         if not isinstance(bench_hosts, list) or not all(isinstance(h, str) for h in bench_hosts):
             raise fail(f"{key}.hosts", "expected a list of host names")
+        if "hosts" in table:
+            check.hosts(bench_hosts, f"{key}.hosts")
         for host in bench_hosts:
             if host not in hosts:
                 raise fail(f"{key}.hosts", f"no host named {host!r}{suggest(host, hosts)}")

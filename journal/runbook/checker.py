@@ -9,24 +9,48 @@ import re
 from pathlib import Path
 from typing import Any
 
-from journal.errors import BadInput
+from journal.errors import BadInput, shown
 
-#: A usable name (journal, host, step, benchmark, group): what a shell, a URL and a database
-#: column (200 characters on PostgreSQL) all take as it is.
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}\Z")
-NAME_RULE = "letters, digits, '.', '_', '-'; at most 200"
+#: The longest name (journal, host, step, benchmark, group, probe, channel): what the database
+#: columns holding journal and host names take on every backend (PostgreSQL's are
+#: ``varchar(200)``, which refuses a longer value where SQLite would keep it).
+NAME_LENGTH = 200
+#: A usable name: what a shell, a URL and those columns all take as it is (ASCII, so 200
+#: characters are 200 bytes).
+NAME = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_LENGTH - 1}}}\Z")
+NAME_RULE = (
+    f"letters, digits, '.', '_', '-', starting with a letter or digit; at most {NAME_LENGTH} "
+    "characters"
+)
+#: The longest timeout a runbook may give (30 days): longer is no timeout at all, and a
+#: number such as 1e300 overflows the clocks and timers it is handed to.
+MAX_SECONDS = 30 * 24 * 3600
+#: How many known names a message lists when none is close to the one given.
+KNOWN_LISTED = 10
 #: An environment variable's name as a POSIX shell's ``export`` takes it.
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def suggest(name: str, known: list[str]) -> str:
-    """``" (did you mean 'x'?)"`` for the closest known name, or a list of the known ones."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    """``" (did you mean 'x'?)"`` for the closest known name, or a list of the known ones
+    (the first :data:`KNOWN_LISTED` of them, and how many more)."""
+    close = difflib.get_close_matches(name[:NAME_LENGTH], known, n=1, cutoff=0.5)
     if close:
         return f" (did you mean {close[0]!r}?)"
+    if len(known) > KNOWN_LISTED:
+        more = len(known) - KNOWN_LISTED
+        return f"; known: {', '.join(known[:KNOWN_LISTED])} and {more:,} more"
     if known:
         return f"; known: {', '.join(known)}"
     return ""
+
+
+def usable_name(value: str, what: str) -> str:
+    """``value`` when it is a usable name (:data:`NAME`), else BadInput naming ``what`` (an
+    option such as ``--journal``) and the rule."""
+    if not NAME.match(value):
+        raise BadInput(f"{what} {shown(value)} is not a usable name ({NAME_RULE})")
+    return value
 
 
 class _Lines:
@@ -57,6 +81,9 @@ class _Lines:
         while path:
             if path in self.where:
                 return self.where[path]
+            if path.endswith("]") and "[" in path:  # journal.redact[1]: the list's line
+                path = path[: path.rindex("[")]
+                continue
             path = path.rsplit(".", 1)[0] if "." in path else ""
         return None
 
@@ -70,7 +97,18 @@ class _Checker:
 
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
-        self.lines = _Lines(text)
+        self.text = text
+        self._lines: _Lines | None = None
+        #: the (key, value) expectations that parsed, each parsed once
+        self.expectations: set[tuple[str, Any]] = set()
+
+    @property
+    def lines(self) -> _Lines:
+        """The key paths' lines, indexed when a message first needs one: a runbook that
+        checks out never pays for the index (a quarter of checking 100,000 steps)."""
+        if self._lines is None:
+            self._lines = _Lines(self.text)
+        return self._lines
 
     def fail(self, key: str, message: str) -> BadInput:
         line = self.lines.line(key)
@@ -90,7 +128,8 @@ class _Checker:
         return value
 
     def seconds(self, value: Any, key: str) -> float:
-        """A timeout: a finite number of seconds above 0 (a boolean, nan or inf is not one)."""
+        """A timeout: a number of seconds above 0 and at most :data:`MAX_SECONDS` (a boolean,
+        nan or inf is not one)."""
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
@@ -98,13 +137,34 @@ class _Checker:
             or value <= 0
         ):
             raise self.fail(key, f"expected a number of seconds above 0, got {value!r}")
+        if value > MAX_SECONDS:
+            given = f"{value:,.0f}" if value < 1e15 else f"{value:g}"
+            raise self.fail(
+                key,
+                f"{given} seconds is more than the longest timeout, {MAX_SECONDS:,} seconds "
+                "(30 days): give the seconds the command may really take, or leave the "
+                "timeout out to let it run as long as it does",
+            )
         return float(value)
 
     def name(self, value: Any, key: str) -> str:
         value = self.string(value, key)
         if not NAME.match(value):
-            raise self.fail(key, f"{value!r} is not a usable name ({NAME_RULE})")
+            raise self.fail(key, f"{shown(value)} is not a usable name ({NAME_RULE})")
         return value
+
+    def hosts(self, value: Any, key: str, what: str = "host") -> list[str]:
+        """A ``hosts`` (or ``groups``) list that, when given, names at least one: an empty
+        one reads as "nowhere", where leaving the key out means every host."""
+        names = self.strings(value, key)
+        if not names:
+            example = '["gpu-1"]' if what == "host" else '["gpu"]'
+            raise self.fail(
+                key,
+                f"the list is empty, which names no {what}: leave the key out for every "
+                f"host, or name the {what}s (e.g. {example})",
+            )
+        return names
 
     def strings(self, value: Any, key: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -131,6 +191,8 @@ class _Checker:
         return table
 
     def known_keys(self, table: dict[str, Any], allowed: set[str], key: str) -> None:
+        if allowed.issuperset(table):
+            return
         for name in table:
             if name not in allowed:
                 where = f"{key}.{name}" if key else name

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from journal.runbook.checker import ENV_NAME, NAME, NAME_RULE, _Checker, _kind, suggest
+from journal.runbook.checker import ENV_NAME, NAME, NAME_RULE, _Checker, _kind, shown, suggest
 
 NOTIFY_KEYS = {"url", "url_env", "format", "on", "hosts", "groups", "description"}
 FORMATS = ("slack", "json")
@@ -105,7 +105,7 @@ def notify_specs(
     for name, table in tables.items():
         key = f"notify.{name}"
         if not NAME.match(name):
-            raise check.fail(key, f"{name!r} is not a usable name ({NAME_RULE})")
+            raise check.fail(key, f"{shown(name)} is not a usable name ({NAME_RULE})")
         table = check.table(table, key)
         check.known_keys(table, NOTIFY_KEYS, key)
         url, url_env = _url(check, key, table, environ)
@@ -127,6 +127,9 @@ def notify_specs(
                     f"{key}.groups", f"no group named {group!r}{suggest(group, known)}"
                 )
             chosen += groups[group]
+        given = [k for k in ("hosts", "groups") if k in table]
+        if given and not chosen:  # `hosts = []` reads as nowhere; leaving it out is everywhere
+            check.hosts([], f"{key}.{given[0]}", given[0][:-1])
         check.string(table.get("description", ""), f"{key}.description", empty=True)
         specs[name] = NotifySpec(
             name, url, url_env, fmt, on, severity, tuple(dict.fromkeys(chosen))

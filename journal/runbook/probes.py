@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from journal.probes import BUILTIN, DEFAULT_TIMEOUT_S, ProbeSpec
-from journal.runbook.checker import _Checker, suggest
+from journal.runbook.checker import NAME, NAME_RULE, _Checker, shown, suggest
 from journal.userregex import UserRegex, compile_user
 
 PROBE_KEYS = {"run", "json", "capture", "expect", "timeout", "import_torch", "description"}
@@ -23,6 +23,8 @@ def probe_specs(probes: dict[str, Any], check: _Checker) -> dict[str, ProbeSpec]
     specs = {name: ProbeSpec(name, script=script) for name, script in BUILTIN.items()}
     for name, table in probes.items():
         key = f"probes.{name}"
+        if not NAME.match(name):
+            raise fail(key, f"{shown(name)} is not a usable probe name ({NAME_RULE})")
         if not isinstance(table, dict):
             raise fail(key, 'expected a table with run = "..."')
         for option in table:

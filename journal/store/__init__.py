@@ -20,6 +20,7 @@ from operator import attrgetter
 
 from sqlalchemy import Engine, case, func, or_, select
 
+from journal.errors import BadInput, shown
 from journal.events import Event, OutputChunk, StepFinished, StepStarted
 from journal.mapper import GENESIS, Recorded, dump_payload, from_row, to_payload
 from journal.output import chunk_text
@@ -49,6 +50,24 @@ def backend_for(engine: Engine) -> CoreBackend:
     if dialect.name == "postgresql":
         return PostgresBackend(engine)
     return CoreBackend(engine)
+
+
+#: The longest journal and host names every backend stores as they are: PostgreSQL's columns
+#: are varchar(200) and refuse a longer value, which SQLite would keep.
+NAME_LENGTH = {"journal": events.c.journal.type.length, "host": events.c.host.type.length}
+
+
+def _fits(journal: str, host: str | None) -> None:
+    """Bad input, before anything is written, for a journal or host name longer than its
+    column holds on PostgreSQL: the same limit on every backend."""
+    for what, name in (("journal", journal), ("host", host)):
+        most = NAME_LENGTH[what]
+        if name is not None and len(name) > most:
+            raise BadInput(
+                f"the {what} name {shown(name)} is longer than {most} characters, the most "
+                f"a {what} name may be on every database (SQLite and PostgreSQL alike), so "
+                "nothing was recorded; give a shorter name"
+            )
 
 
 class EventStore:
@@ -125,10 +144,14 @@ class EventStore:
         one transaction; ChainBreak (nothing added) unless they continue this chain."""
         if not rows:
             return
+        for row in rows:
+            _fits(row.journal, row.host)
         with self._lock:
             self.backend.import_rows(rows)
 
     def _append(self, journal: str, items: list[Item]) -> None:
+        for item in items:
+            _fits(journal, item[2])
         with self._lock:
             self.backend.append(journal, items)
 
