@@ -360,3 +360,17 @@ def test_a_plan_of_100000_steps_is_within_the_limit(tmp_path: Path) -> None:
     assert len(runbook.steps) == 100_000
     assert runbook.step("step-99998").hosts == ["gpu-3"]
     assert runbook.steps[3].hosts == ["gpu-1", "gpu-2", "gpu-4"]  # a group, expanded
+
+
+def test_init_in_a_folder_whose_name_is_long_and_not_ascii_names_a_usable_journal(
+    tmp_path: Path,
+) -> None:
+    """A folder name of 245 characters with an accent (a valid folder) gives a journal name
+    of ASCII characters cut to the length both backends keep, and the runbook works."""
+    folder = tmp_path / ("café-" + "x" * 240)
+    done = journal("init", str(folder), db=tmp_path / "journal.db")
+    assert done.returncode == 0, text(done.stderr)
+    made = load(folder / "runbook.toml")
+    assert made.name == ("caf--" + "x" * 240)[:NAME_LENGTH]
+    status = journal("status", db=tmp_path / "journal.db", runbook=folder / "runbook.toml")
+    assert status.returncode in (0, 1) and no_traceback(status), text(status.stderr)

@@ -237,6 +237,9 @@ def test_a_signal_in_the_before_snapshot_launches_nothing(
         == f"interrupted ({why}) before its command was launched: nothing of it ran on here"
     )
     assert "install  here: not started" in text(host.journal("status").stdout)
+    # the snapshot journal stopped is no env that cannot be read: no snapshot-failed
+    found = json.loads(host.journal("pitfalls", "--all", "--format", "json").stdout)
+    assert [f["id"] for f in found["findings"]] == []
     assert host.journal("run", "step", "install").returncode == 0
     assert host.ran.read_text() == "ran\n"
 

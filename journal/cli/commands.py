@@ -33,10 +33,14 @@ def init(ctx: Context, args: argparse.Namespace) -> int:
     target = folder / "runbook.toml"
     if target.exists():
         raise BadInput(f"{target} already exists; `journal init` never overwrites a runbook")
-    name = (
-        "".join(c if c.isalnum() or c in "._-" else "-" for c in folder.resolve().name) or "upgrade"
+    from journal.runbook.checker import NAME_LENGTH
+
+    # the folder's name as a usable journal name: ASCII letters, digits, '.', '_', '-', cut to
+    # the length both backends keep (a 255-character folder name is a valid folder)
+    name = "".join(
+        c if (c.isascii() and c.isalnum()) or c in "._-" else "-" for c in folder.resolve().name
     )
-    text = TEMPLATE.replace("{name}", name.strip("-._") or "upgrade")
+    text = TEMPLATE.replace("{name}", name.strip("-._")[:NAME_LENGTH].strip("-._") or "upgrade")
     from journal.service.steps import ensure_opened
 
     runbook = parse(text, target)

@@ -19,7 +19,9 @@ A warning: what is missing is a reading, not a host known to be broken, but unti
 reads again nothing says the step did no harm. A later snapshot (and, for a probe, the same
 probe) that reads on the same host shows its env can be read again and resolves the finding;
 the run it was about stays unjudged, since what the env held then was never recorded (run
-the step again to judge it).
+the step again to judge it). A reading that journal itself stopped (a Ctrl-C or SIGTERM while
+it ran) says nothing about the env and is no finding, nor is a run stopped before its command
+was launched (`not started`: nothing of it ran).
 """
 
 from __future__ import annotations
@@ -102,12 +104,20 @@ def _one_line(error: str) -> str:
     return " / ".join(" ".join(line.split()) for line in error.splitlines() if line.strip())
 
 
+def _stopped_by_journal(miss: dict[str, Any]) -> bool:
+    """Whether a reading failed because journal was interrupted while it ran (the probe
+    runner's `the probe interrupted …`: Ctrl-C, SIGTERM or SIGHUP stopped it)."""
+    return str(miss.get("error") or "").startswith("the probe interrupted")
+
+
 def detect(subject: Subject) -> Iterator[Finding]:
     if not subject.journal:
         return
     for run in subject.runs:
-        misses = run.unread
-        if not misses:
+        # a reading journal itself stopped (Ctrl-C, SIGTERM) says nothing of the env, and a
+        # run stopped before its command launched changed nothing to judge
+        misses = [m for m in run.unread if not _stopped_by_journal(m)]
+        if not misses or run.status == "not started":
             continue
         alone = run.key.startswith("probe-")
         named = [_what(m, run, alone) for m in misses]
