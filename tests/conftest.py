@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,11 @@ import pytest
 from tests.helpers import Clock
 from tests.postgres import FAST, PostgresServer
 from tests.sshd import Fleet, SshHome, SshServer
+
+# journal leaves SIGHUP ignored where it was ignored when it started (`nohup journal run plan
+# &`), and an ignored signal is inherited: a suite started under nohup would have every
+# journal it starts ignore the SIGHUP that the tests of a dropped session send.
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 # The tests start journal as a process more than a thousand times; each start would compile
 # every module again without the bytecode cache (0.27 s of a 0.7 s `journal status`).

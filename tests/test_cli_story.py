@@ -253,7 +253,10 @@ def test_status_exits_1_while_the_last_run_of_a_step_failed(story: Path) -> None
     assert "count on here" not in failed
     assert "2 step runs," in text(cli(story, "log", "--step", "flaky").stdout)
     assert "3 step runs," in text(cli(story, "log", "--host", "here").stdout)
-    assert "0 step runs," in text(cli(story, "log", "--host", "elsewhere").stdout)
+    # a host the journal does not know is bad input, not an empty timeline
+    unknown = cli(story, "log", "--host", "elsewhere")
+    assert unknown.returncode == 2 and unknown.stdout == b""
+    assert "has no host by that name (did you mean 'here'?)" in text(unknown.stderr)
 
 
 def test_an_open_error_marks_its_run_and_fails_status_until_acknowledged(story: Path) -> None:

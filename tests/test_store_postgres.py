@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from journal.events import NoteAdded
+from journal.events import NoteAdded, OutputChunk
 from journal.store import EventStore, StoredRow
 from journal.web import create_app
 from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
@@ -136,8 +136,12 @@ def test_a_failed_append_leaves_no_gap_and_no_false_alarm(postgres_url: str) -> 
     store = EventStore(postgres_url)
     try:
         store.append("j", [NoteAdded(text="one")])
+        # a run id longer than its column (64): only the database refuses it, mid-batch
+        chunk = OutputChunk(
+            run="r" * 100, host_name="h", stream="stdout", data="x", encoding="utf-8", size=1, t=0
+        )
         with pytest.raises(psycopg.errors.StringDataRightTruncation):
-            store.append("j", [NoteAdded(text="two"), NoteAdded(text="x", host_name="h" * 300)])
+            store.append("j", [NoteAdded(text="two"), chunk])
         store.append("j", [NoteAdded(text="three")])
         assert [(r.seq, r.event.text) for r in store.read()] == [(1, "one"), (2, "three")]  # type: ignore[attr-defined]
         report = store.verify()
