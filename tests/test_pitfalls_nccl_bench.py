@@ -502,6 +502,25 @@ def _wait_for(path: Path, timeout: float = 20) -> int:
     return int(path.read_text())
 
 
+def _wait_for_output(db: Path, wanted: bytes, timeout: float = 20) -> None:
+    """Wait until an output chunk holding ``wanted`` is recorded in ``db``."""
+    from journal.events import OutputChunk
+    from journal.recorder import decode
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if db.exists():
+            store = EventStore(str(db))
+            try:
+                chunks = [r.event for r in store.read() if isinstance(r.event, OutputChunk)]
+            finally:
+                store.close()
+            if any(wanted in decode(c) for c in chunks):
+                return
+        assert time.monotonic() < deadline, f"{wanted!r} was never recorded"
+        time.sleep(0.05)
+
+
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
@@ -527,7 +546,7 @@ def test_kill_9_of_journal_is_an_error_until_the_step_runs_again(tmp_path: Path)
         stderr=subprocess.DEVNULL,
     )
     command = _wait_for(marker)
-    time.sleep(0.5)  # the first output chunk is flushed
+    _wait_for_output(db, b"started")  # the first output chunk is stored
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     _kill(command)
@@ -632,9 +651,12 @@ def _sshd_of(pid: int, server: SshServer) -> int:
 # --- step-interrupted: transcripts of what a terminal really shows ------------------------------
 
 
-def in_pty(argv: list[str], after: float = 0.8) -> str:
-    """What a terminal shows when ``argv`` runs in it and Ctrl-C is pressed after ``after`` s:
-    the tty echoes `^C` and the program reacts to SIGINT."""
+def in_pty(argv: list[str], ready: bytes = b"") -> str:
+    """What a terminal shows when ``argv`` runs in it and Ctrl-C is pressed once it has
+    printed ``ready`` (at once where that is empty: Popen returns after the exec): the tty
+    echoes `^C` and the program reacts to SIGINT."""
+    import select
+
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         argv,
@@ -645,14 +667,19 @@ def in_pty(argv: list[str], after: float = 0.8) -> str:
         preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
     )
     os.close(slave)
-    time.sleep(after)
+    seen = b""
+    deadline = time.monotonic() + 20
+    while ready not in seen:
+        assert time.monotonic() < deadline, f"{argv!r} never printed {ready!r}: {seen!r}"
+        if select.select([master], [], [], 0.1)[0]:
+            seen += os.read(master, 65536)
     os.write(master, b"\x03")
-    return drain_pty(master, proc, 10).decode().replace("\r\n", "\n")
+    return (seen + drain_pty(master, proc, 10)).decode().replace("\r\n", "\n")
 
 
 def test_ctrl_c_and_killed_in_transcripts_from_a_real_pty_and_bash(tmp_path: Path) -> None:
     script = "import time; print('Downloading torch', flush=True); time.sleep(30)"
-    shown = in_pty([sys.executable, "-c", script])
+    shown = in_pty([sys.executable, "-c", script], b"Downloading torch\r\n")
     assert "^CTraceback" in shown and "KeyboardInterrupt" in shown
     killed = subprocess.run(
         ["bash", "-c", "echo compiling; sh -c 'kill -9 $$'; exit $?"],
@@ -686,9 +713,11 @@ def test_a_lost_ssh_connection_in_a_transcript(
         stderr=subprocess.STDOUT,
     )
     shell = _wait_for(marker)
-    time.sleep(0.2)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the command is running and its output on its way
     _kill(_sshd_of(shell, sshd))
-    lost, _ = proc.communicate(timeout=30)
+    rest, _ = proc.communicate(timeout=30)
+    lost = first + rest
     _kill(shell)
     assert proc.returncode == 255
     closed = subprocess.run(["ssh", "-F", config, "-tt", sshd.alias, "exit"], capture_output=True)
