@@ -24,13 +24,15 @@ install: $(VENV)/.installed node_modules/.installed
 # A real sshd for the SSH tests (the tests start their own, on loopback), Debian's
 # chromium for the browser tests (driven by playwright; its own browser download is never used),
 # and Debian's PostgreSQL for the store's tests (they initdb and start their own on loopback, as
-# the `postgres` user under root, and stop it after), and zsh for `journal shell`'s zsh hooks.
+# the `postgres` user under root, and stop it after), zsh for `journal shell`'s zsh hooks, and jq
+# (the secrets tests redact its real colour output).
 system-deps:
 	@missing=""; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server openssh-client"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	[ -x /usr/bin/zsh ] || missing="$$missing zsh"; \
+	[ -x /usr/bin/jq ] || missing="$$missing jq"; \
 	if [ -n "$$missing" ]; then \
 		$(APT) update -qq && $(APT) install -y -qq $$missing >/dev/null; \
 	fi

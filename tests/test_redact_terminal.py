@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -143,7 +142,6 @@ def test_a_known_value_split_by_a_colour_code_is_masked() -> None:
     assert out == b("said \x1b[31m{M}\x1b[0m\x1b[0m ok\n")
 
 
-@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
 def test_jq_colour_output_of_a_password_is_masked_and_stays_json() -> None:
     """``jq -C``, run for real: keys and values in separate colours. What the terminal shows
     of what is stored is still the JSON, the password masked; the colours are all there."""

@@ -357,7 +357,7 @@ name = "colour"
 snapshots = false
 run = '''cat {folder}/coloured.txt; sh {folder}/colour.sh
 grep --color=always TOK {folder}/env.sh
-if command -v jq >/dev/null; then jq -C . {folder}/secret.json; fi'''
+jq -C . {folder}/secret.json'''
 
 [probes.settings]
 json = true
