@@ -1,14 +1,33 @@
-"""Running the real `journal` command line in a subprocess, as a user would."""
+"""Running the real `journal` command line as a user would: its `main` with the test's
+arguments, environment and folder, its exit status and both streams as bytes.
+
+Most calls run `journal.cli.main` in the test's own process (a new interpreter per call cost
+0.3-0.7 s, most of the suite's time); a call whose subject is the process itself runs
+``python -m journal`` as a subprocess: ``process=True`` (signals, timeouts, start-up), an
+environment that changes how Python starts (``PYTHON*``, locale), or input on stdin.
+"""
 
 from __future__ import annotations
 
+import gc
+import io
 import os
+import signal
 import subprocess
 import sys
+import time
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 JOURNAL = [sys.executable, "-m", "journal"]
+
+#: Environment variables that change how the interpreter itself starts or encodes: a call that
+#: sets one differently from the test's process runs journal as a process.
+_PROCESS_ENV = ("PYTHON", "LC_", "LANG")
+#: Commands that run until stopped or need a terminal: always a process.
+_PROCESS_COMMANDS = frozenset({"serve", "shell"})
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE)
 
 
 def journal(
@@ -18,20 +37,101 @@ def journal(
     env: Mapping[str, str] | None = None,
     cwd: Path | str | None = None,
     timeout: float = 120,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `journal ARGS` with the given database and runbook; output captured as bytes."""
-    cmd = [*JOURNAL]
+    """Run `journal ARGS` with the given database and runbook; output captured as bytes.
+    ``process=True`` runs it as its own process (see the module's docstring for when)."""
+    cmd = []
     if db is not None:
         cmd += ["--db", str(db)]
     if runbook is not None:
         cmd += ["--runbook", str(runbook)]
-    return subprocess.run(
-        [*cmd, *args],
-        env=dict(env if env is not None else os.environ),
-        cwd=cwd,
-        capture_output=True,
-        timeout=timeout,
-    )
+    cmd += list(args)
+    if process or _needs_process(env) or (args and args[0] in _PROCESS_COMMANDS):
+        return subprocess.run(
+            [*JOURNAL, *cmd],
+            env=dict(env if env is not None else os.environ),
+            cwd=cwd,
+            capture_output=True,
+            timeout=timeout,
+        )
+    return in_process(cmd, env=env, cwd=cwd)
+
+
+def _needs_process(env: Mapping[str, str] | None) -> bool:
+    if env is None:
+        return False
+    keys = {k for k in {*env, *os.environ} if k.startswith(_PROCESS_ENV)}
+    return any(env.get(k) != os.environ.get(k) for k in keys)
+
+
+def in_process(
+    argv: list[str], env: Mapping[str, str] | None = None, cwd: Path | str | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`journal.cli.main(argv)` in this process, as a process would run it: ``env`` as the
+    whole environment, ``cwd`` as the folder, an empty stdin, stdout and stderr captured as
+    bytes (UTF-8, no terminal), an uncaught exception printed as a traceback with status 1;
+    the signal handlers journal installs and everything else put back after."""
+    from journal import cli
+
+    out, err = io.BytesIO(), io.BytesIO()
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_signals = {s: signal.getsignal(s) for s in _SIGNALS}
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+            time.tzset()  # a TZ of the call's
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+        sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+        try:
+            code = cli.main(argv)
+        except SystemExit as exit_:
+            code = _exit_status(exit_.code)
+        except BaseException:  # noqa: BLE001 - as the interpreter would: a traceback, 1
+            traceback.print_exc()
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+            stream.detach()  # the bytes stay readable once the wrapper goes
+        _exit_like_a_process()
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        for number, handler in saved_signals.items():
+            signal.signal(number, handler)
+        cli._stopped_by.clear()
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        time.tzset()
+    return subprocess.CompletedProcess(["journal", *argv], code, out.getvalue(), err.getvalue())
+
+
+def _exit_like_a_process() -> None:
+    """Collect what the command left behind, as its process's exit would, unheard: a
+    connection a failed command dropped unclosed warns at garbage collection, which in a
+    process that ended never comes (so it would fall on whichever test runs next)."""
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+
+
+def _exit_status(code: object) -> int:
+    """The status a process exits with for ``SystemExit(code)`` (a message goes to stderr)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
 
 
 def write_runbook(folder: Path, text: str, name: str = "runbook.toml") -> Path:

@@ -77,7 +77,11 @@ class EventStore:
         self.db = db
         refuse_foreign(db)  # another program's database is never given journal's tables
         self.engine: Engine = open_engine(db)
-        self.backend = backend_for(self.engine)
+        try:
+            self.backend = backend_for(self.engine)
+        except BaseException:
+            self.engine.dispose()  # a database refused (a newer schema, say): no connection left
+            raise
         self._lock = threading.Lock()
         self._redactor: Redactor | None = None
 
