@@ -11,7 +11,9 @@ peak RSS is its own:
 - the story's commands: `journal status`, `journal show RUN` (its output's tail), `journal
   show RUN --output` (all of it) and `journal export postmortem`.
 
-Shapes: 2 MB and 200 MB of uv-like lines in colour, and a single 200 MB line.
+Shapes: 2 MB and 200 MB of uv-like lines in colour, a single 200 MB line, and a failed
+install that printed 200 MB on stderr (no snapshots: the postmortem reads what its installer
+printed, and the tail of its stderr).
 Targets (issue 14): peak RSS within 150 MB whatever the output; judging 200 MB within 10 s.
 
 Run: ``.venv/bin/python bench/output_size.py [--keep DIR]`` (a few minutes).
@@ -34,10 +36,19 @@ JUDGE_TARGET_S = 10.0
 
 #: uv's coloured `+ numpy==2.4.2` line (printf makes the escape codes)
 COLOURED = r"""yes "$(printf '\033[32m+\033[0m \033[1mnumpy\033[0m==2.4.2 building 50%%')" """
+#: how a step prints what ``make`` makes, ``size`` bytes of it
+PRINTS = "{make} | head -c {size}"
+#: an install (as the postmortem reads a command) that prints as much on stderr and fails:
+#: ``pip`` here is a shell function, nothing is installed
+FAILS = (
+    "pip() {{ {make} | head -c {size} >&2; echo 'Successfully installed numpy-2.4.2'; "
+    "return 1; }}; pip install numpy==2.4.2"
+)
 SHAPES = {
-    "2 MB of coloured lines": (2_000_000, COLOURED),
-    "200 MB of coloured lines": (200_000_000, COLOURED),
-    "one 200 MB line": (200_000_000, r"yes x | tr -d '\n'"),
+    "2 MB of coloured lines": (2_000_000, COLOURED, PRINTS),
+    "200 MB of coloured lines": (200_000_000, COLOURED, PRINTS),
+    "one 200 MB line": (200_000_000, r"yes x | tr -d '\n'", PRINTS),
+    "a failed install, 200 MB on stderr": (200_000_000, COLOURED, FAILS),
 }
 
 RUNBOOK = """\
@@ -51,7 +62,7 @@ STEP = """
 [[steps]]
 name = "{name}"
 snapshots = false
-run = '''{make} | head -c {size}'''
+run = '''{run}'''
 """
 
 
@@ -76,7 +87,8 @@ def main() -> int:
     folder.mkdir(parents=True, exist_ok=True)
     names = {title: re.sub(r"\W+", "-", title).strip("-") for title in SHAPES}
     steps = "".join(
-        STEP.format(name=names[t], make=make, size=size) for t, (size, make) in SHAPES.items()
+        STEP.format(name=names[t], run=run.format(make=make, size=size))
+        for t, (size, make, run) in SHAPES.items()
     )
     (folder / "runbook.toml").write_text(RUNBOOK.format(steps=steps))
     journal = [sys.executable, "-m", "journal", "--db", "journal.db", "--runbook", "runbook.toml"]

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 
 from fabric import Config, Connection  # noqa: E402
 
-from journal.recorder import decode  # noqa: E402
+from journal.output import decode  # noqa: E402
 from journal.store import EventStore  # noqa: E402
 from tests.sshd import SshHome, SshServer  # noqa: E402
 

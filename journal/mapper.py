@@ -1,4 +1,5 @@
-"""The one place that turns events into stored rows and back, upcasting old versions on read."""
+"""The one place that turns events into stored rows and back, upcasting old versions on read;
+and the dataclasses the stored projections keep into JSON rows and back."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import dataclasses
 import functools
 import hashlib
 import json
+import sys
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from journal.events import EVENT_TYPES, Event
 
@@ -92,3 +96,89 @@ def dump_payload(payload: dict[str, Any]) -> str:
 def chain_hash(prev_hash: str, canonical_bytes: bytes) -> str:
     """``sha256(prev_hash + canonical event)``: each row seals the whole history before it."""
     return hashlib.sha256(prev_hash.encode("ascii") + canonical_bytes).hexdigest()
+
+
+# -- the projections' rows ---------------------------------------------------------------------
+#
+# The stored projections (journal.projections.stored) keep dataclasses (timeline views,
+# findings, judged runs) as JSON rows: a dataclass as a dict of its fields, made again from
+# it by its field types. A field holding dataclasses (one, an optional one, a list or tuple of
+# them) is made plain in turn; a tuple comes back a tuple; any other value is stored as is
+# (JSON types only).
+
+Convert = Callable[[Any], Any]
+_T = TypeVar("_T")
+
+
+def to_plain(obj: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A dataclass as a stored row holds it: its fields by name (those whose name starts with
+    ``_`` left out, and ``skip``)."""
+    names, encoders, _ = _codec(type(obj))
+    out = {name: getattr(obj, name) for name in names if name not in skip}
+    for name, encode in encoders:
+        value = out.get(name)
+        if value is not None:
+            out[name] = encode(value)
+    return out
+
+
+def of_plain(cls: type[_T], data: dict[str, Any]) -> _T:
+    """The dataclass ``cls`` made again from :func:`to_plain`'s form (fields it lacks take
+    their defaults)."""
+    _, _, decoders = _codec(cls)
+    if not decoders:
+        return cls(**data)
+    kwargs = dict(data)
+    for name, decode in decoders:
+        value = kwargs.get(name)
+        if value is not None:
+            kwargs[name] = decode(value)
+    return cls(**kwargs)
+
+
+@functools.cache
+def _codec(
+    cls: type,
+) -> tuple[tuple[str, ...], tuple[tuple[str, Convert], ...], tuple[tuple[str, Convert], ...]]:
+    """A dataclass's stored fields, and the fields whose values are converted each way."""
+    names, encoders, decoders = [], [], []
+    space = vars(sys.modules[cls.__module__])
+    for f in dataclasses.fields(cls):
+        if f.name.startswith("_"):
+            continue
+        names.append(f.name)
+        hint = f.type
+        if isinstance(hint, str):
+            try:
+                hint = eval(hint, space)  # the module's own annotation
+            except Exception:  # a name imported for type checkers only: stored as is
+                continue
+        converted = _convert(hint)
+        if converted is not None:
+            encoders.append((f.name, converted[0]))
+            decoders.append((f.name, converted[1]))
+    return tuple(names), tuple(e for e in encoders if e[1] is not _same), tuple(decoders)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _convert(hint: Any) -> tuple[Convert, Convert] | None:
+    """How a value of type ``hint`` is stored and made again; None: as is."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        cls = hint
+        return to_plain, lambda d: of_plain(cls, d)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        return _convert(kinds[0]) if len(kinds) == 1 else None
+    if origin in (list, tuple) and args:
+        inner = _convert(args[0])
+        if inner is None:
+            return (_same, tuple) if origin is tuple else None
+        enc, dec = inner
+        if origin is tuple:
+            return (lambda xs: [enc(x) for x in xs]), (lambda xs: tuple(dec(x) for x in xs))
+        return (lambda xs: [enc(x) for x in xs]), (lambda xs: [dec(x) for x in xs])
+    return None

@@ -11,12 +11,14 @@ on the host still has it should journal die (``attach`` records from ``stored``)
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Callable
 
 from journal.events import OutputChunk
-from journal.redact import WINDOW, Redactor, open_block
+from journal.output import encode
+from journal.redact import Redactor
+from journal.redact.cuts import WINDOW
+from journal.redact.keys import open_block
 
 FLUSH_S = 0.2
 PARTIAL_HOLD_S = 1.0
@@ -28,21 +30,6 @@ LONG_LINE_SLACK = WINDOW
 #: The most output kept as printed for a reader that parses it (a benchmark's parser); past
 #: it none is kept and the reader reads the record.
 KEEP_LIMIT = 64 * 1024 * 1024
-
-
-def encode(data: bytes) -> tuple[str, str]:
-    """Bytes as stored: (text, "utf-8") when valid UTF-8, else (base64, "base64")."""
-    try:
-        return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return base64.b64encode(data).decode("ascii"), "base64"
-
-
-def decode(chunk: OutputChunk) -> bytes:
-    """The exact bytes of a stored chunk."""
-    if chunk.encoding == "base64":
-        return base64.b64decode(chunk.data)
-    return chunk.data.encode("utf-8")
 
 
 def _utf8_tail(data: bytes) -> int:

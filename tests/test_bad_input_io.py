@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from journal.events import StepStarted
-from journal.recorder import decode
+from journal.output import decode
 from journal.store import EventStore
 from journal.web import create_app
 from tests import sshd as sshd_module

@@ -151,7 +151,7 @@ def test_the_demo_throughput_page_is_compact_at_1400_px_and_reads_each_direction
     assert page.locator("#before-after td.labels", has_text="command=").count() == 0
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "throughput-demo.png"), full_page=True)
-    if os.environ.get("UPDATE_SCREENSHOTS"):  # the README's picture, on demand (no churn)
+    if os.environ.get("UPDATE_SCREENSHOTS"):  # the docs' picture, on demand (no churn)
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ARTIFACTS / "throughput-demo.png", SCREENSHOT)
     # on a narrow screen, one chart a row

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from journal.demo.run import SAMPLES
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
-from journal.recorder import decode
+from journal.output import decode
 from journal.store import EventStore
 from tests.helpers import journal, text
 

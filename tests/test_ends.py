@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from journal.events import StepFinished, StepStarted
-from journal.recorder import decode
+from journal.output import decode
 from journal.store import EventStore
 from journal.web import create_app
 from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
@@ -268,7 +268,7 @@ sys.meta_path.insert(0, _Hold())
 @pytest.mark.parametrize(
     "module",
     [
-        "journal.cli.commands",  # journal's modules loading
+        "journal.cli.running",  # journal's modules loading
         "journal.cli.drift",  # the command line being parsed (imported by the parser)
         "journal.store",  # the database opening (imported by the first command that needs it)
     ],

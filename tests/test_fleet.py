@@ -22,7 +22,7 @@ import pytest
 
 from journal.errors import BadInput
 from journal.events import OutputChunk, ProbeRecorded, StepFinished, StepStarted
-from journal.recorder import decode
+from journal.output import decode
 from journal.runbook import parse
 from journal.store import EventStore
 from tests.helpers import JOURNAL, drain_pty, journal, no_traceback, text

@@ -52,6 +52,9 @@ class Upto:
             if rec.seq <= self.limit:
                 yield rec
 
+    def last_seq(self, journal: str) -> int:
+        return min(self.store.last_seq(journal), self.limit)
+
     def liveness(self):  # type: ignore[no-untyped-def]
         return self.store.liveness()
 

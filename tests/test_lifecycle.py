@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from journal.pitfalls import judge
-from journal.pitfalls._bench import Figure
-from journal.pitfalls.base import Finding, Run, Subject
+from journal.pitfalls.base import Finding
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal, from_transcript
 from journal.projections.packages import diff_packages, normalize
+from journal.reading.bench import Figure
+from journal.reading.subject import Run, Subject
 from journal.service.findings import judged
 from journal.store import EventStore
 from tests.conftest import copy_demo

@@ -30,7 +30,7 @@ from tests.helpers import journal, no_traceback, text, uv_binary, write_runbook
 
 #: The secret part of every webhook URL here (as Slack's token is the path's last part).
 TOKEN = "T0K3N-b1c2d3e4f5a6b7c8d9e0"
-#: The keys of journal's own JSON body (README, "Notifications"), always all there.
+#: The keys of journal's own JSON body (docs/operations.md, "Notifications"), always all there.
 JSON_KEYS = {
     "schema",
     "event",
@@ -466,8 +466,8 @@ def test_the_json_body_has_every_documented_key() -> None:
 
     body = as_json(sample_notice("j", "team", None), "2026-12-01T00:00:00Z")
     assert set(body) == JSON_KEYS and body["schema"] == 1
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme.split("### Notifications", 1)[1].split("\n### ", 1)[0]
+    page = (Path(__file__).parent.parent / "docs" / "operations.md").read_text()
+    section = page.split("\n## Notifications", 1)[1].split("\n## ", 1)[0]
     for key in JSON_KEYS:
         assert f"`{key}`" in section, key
 
@@ -522,9 +522,8 @@ def test_a_rollback_run_is_told_with_its_target(tmp_path: Path, receiver: Receiv
     """What `journal rollback` runs is a step run whose target the notifier hears with its
     end (here handed the run as `run_step_fleet` hands it, without a rollback to run)."""
     from journal.notify import Webhooks
-    from journal.service.steps import StepRun
+    from journal.runs import Outcome, StepRun
     from journal.store import EventStore
-    from journal.transport import Outcome
 
     runbook = parse(
         HEAD + f'\n[notify.ops]\nurl = "{receiver.url()}"\non = ["rollback"]\n', tmp_path / "rb"

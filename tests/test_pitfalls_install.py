@@ -28,13 +28,17 @@ from hypothesis import strategies as st
 
 from journal.demo.wheels import StandIn, build_index, build_indexes, build_wheel, index_packages
 from journal.pitfalls import catalogue, judge
-from journal.pitfalls._install import named
-from journal.pitfalls.base import Finding, Run, Subject
+from journal.pitfalls.base import Finding
 from journal.pitfalls.subjects import from_transcript
 from journal.projections.packages import diff_packages, normalize
+from journal.reading.installs import named
+from journal.reading.subject import Run, Subject
 from journal.service.findings import judged
 from journal.terminal import clean
 from tests.helpers import journal, text, uv_binary
+
+#: One worker builds this module's envs once (its tests spread over workers built them on each).
+pytestmark = pytest.mark.xdist_group("test_pitfalls_install")
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 NIGHTLY = "2.12.0.dev20260226+cu130"

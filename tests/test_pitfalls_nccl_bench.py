@@ -38,9 +38,9 @@ import pytest
 from journal.demo.run import prepare
 from journal.events import PackagesSnapshotted, ProbeRecorded, StepFinished, StepStarted
 from journal.pitfalls import catalogue, judge
-from journal.pitfalls._bench import Figure, bench_key
-from journal.pitfalls.base import Run
 from journal.pitfalls.subjects import from_journal, from_transcript
+from journal.reading.bench import Figure, bench_key
+from journal.reading.subject import Run
 from journal.store import EventStore
 from tests.helpers import JOURNAL, drain_pty, journal, text, write_runbook
 from tests.sshd import SshHome, SshServer
@@ -505,7 +505,7 @@ def _wait_for(path: Path, timeout: float = 20) -> int:
 def _wait_for_output(db: Path, wanted: bytes, timeout: float = 20) -> None:
     """Wait until an output chunk holding ``wanted`` is recorded in ``db``."""
     from journal.events import OutputChunk
-    from journal.recorder import decode
+    from journal.output import decode
 
     deadline = time.monotonic() + timeout
     while True:

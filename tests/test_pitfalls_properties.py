@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from journal.pitfalls import SEVERITIES, catalogue, detectors, judge
-from journal.pitfalls.base import Finding, Subject
+from journal.pitfalls.base import Finding
 from journal.pitfalls.subjects import from_transcript
+from journal.reading.subject import Subject
 from journal.terminal import clean
 from journal.transcript import parse, prompt
 

@@ -28,14 +28,18 @@ from typing import Any
 import pytest
 
 from journal.demo.wheels import StandIn, build_index
-from journal.pitfalls import _runtime as rt
 from journal.pitfalls import judge
+from journal.pitfalls import runtime as rt
 from journal.pitfalls.arch_unsupported import covers
-from journal.pitfalls.base import Finding, Run, Subject
+from journal.pitfalls.base import Finding
 from journal.pitfalls.masked_exit import pipelines, program
 from journal.pitfalls.subjects import from_transcript
+from journal.reading.subject import Run, Subject
 from tests.helpers import journal, no_traceback, text, write_runbook
 from tests.torch_venv import torch_venv
+
+#: One worker builds this module's envs once (its tests spread over workers built them on each).
+pytestmark = pytest.mark.xdist_group("test_pitfalls_runtime")
 
 RUNTIME = {
     "masked-exit",

@@ -8,7 +8,8 @@ import pytest
 
 from journal import recorder
 from journal.events import OutputChunk
-from journal.recorder import FLUSH_S, MAX_CHUNK, PARTIAL_HOLD_S, OutputRecorder, decode
+from journal.output import decode
+from journal.recorder import FLUSH_S, MAX_CHUNK, PARTIAL_HOLD_S, OutputRecorder
 from journal.redact import Redactor
 from tests.helpers import Clock
 

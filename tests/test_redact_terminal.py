@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 
 from journal import recorder
 from journal.events import OutputChunk
-from journal.recorder import MAX_CHUNK, OutputRecorder, decode
-from journal.redact import ESCAPE_BYTES, MASK, MASK_B, Redactor, shown
+from journal.output import decode
+from journal.recorder import MAX_CHUNK, OutputRecorder
+from journal.redact import MASK, Redactor
+from journal.redact.spans import MASK_B
+from journal.redact.terminal import ESCAPE_BYTES, shown
 from journal.terminal import ESCAPE, clean
 from tests.helpers import Clock
 from tests.test_redact_evidence import EVIDENCE, SECRETS

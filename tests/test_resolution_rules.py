@@ -1,6 +1,6 @@
 """Each pitfall's resolution rule against near misses: a later fact that nearly matches the
 rule ("Resolved by any of:" in `python -m journal.pitfalls`, from
-journal.pitfalls.lifecycle.rules_of) leaves the finding open, and the real match resolves it
+journal.pitfalls.resolution.rules_of) leaves the finding open, and the real match resolves it
 with a sentence saying what showed the condition gone.
 
 Near misses are the ways a user's next step can look like the fix without being it: the same
@@ -29,9 +29,10 @@ from typing import Any
 import pytest
 
 from journal.pitfalls import judge
-from journal.pitfalls._bench import Figure
-from journal.pitfalls.base import Finding, Run, Subject
+from journal.pitfalls.base import Finding
 from journal.pitfalls.subjects import from_transcript
+from journal.reading.bench import Figure
+from journal.reading.subject import Run, Subject
 from journal.service.findings import judged
 from journal.transcript import step_name
 from tests.test_judgement import _cpu_env

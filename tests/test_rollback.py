@@ -471,7 +471,8 @@ def _snap(**versions: str) -> dict:
 
 
 def test_sources_are_the_recorded_installs_that_brought_the_version_newest_first() -> None:
-    from journal.service.rollback import Target, sources_for
+    from journal.service.rollback_sources import sources_for
+    from journal.service.rollback_target import Target
 
     old, new = _snap(torch="2.9.0+cu126"), _snap(torch="2.10.0+cu128")
     timeline = _timeline(
@@ -506,7 +507,8 @@ def test_sources_are_the_recorded_installs_that_brought_the_version_newest_first
 
 
 def test_the_plan_command_per_installer() -> None:
-    from journal.service.rollback import HostPlan, Install, Source, Target
+    from journal.service.rollback_plan import HostPlan, Install, Source
+    from journal.service.rollback_target import Target
 
     cu128 = Source("recorded", (("index-url", "file:///i/cu128"),), run="r1")
     target = Target("h", "before:x", "r1", "x", "before", "", {})

@@ -34,7 +34,7 @@ from journal.events import (
     StepFinished,
     StepStarted,
 )
-from journal.recorder import decode
+from journal.output import decode
 from journal.store import EventStore
 from tests.helpers import journal, text, write_runbook
 

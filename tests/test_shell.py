@@ -28,17 +28,10 @@ from journal.events import (
     StepFinished,
     StepStarted,
 )
-from journal.recorder import decode
-from journal.service.shell import (
-    OSC,
-    Mark,
-    Marks,
-    bash_rc,
-    changes_packages,
-    named_python,
-    outcome_of,
-    where_of,
-)
+from journal.output import decode
+from journal.service.shell_commands import changes_packages, named_python, outcome_of, where_of
+from journal.service.shell_hooks import bash_rc
+from journal.service.shell_marks import OSC, Mark, Marks
 from journal.store import EventStore
 from journal.web import create_app
 from tests.helpers import JOURNAL, journal, text

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from journal.events import NoteAdded
-from journal.redact import SECRET_NAME
-from journal.service.shell import Marks, assigned_secrets, names_ere, reported_secrets
+from journal.redact.names import SECRET_NAME
+from journal.service.shell_commands import assigned_secrets
+from journal.service.shell_hooks import names_ere
+from journal.service.shell_marks import Marks, reported_secrets
 from journal.web import create_app
 from tests.sshd import SshHome, SshServer
 from tests.test_shell import PROMPT, Pty, records, runs, start

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from journal.events import HostKeyAccepted, OutputChunk, StepFinished, StepStarted
-from journal.recorder import decode
+from journal.output import decode
 from journal.store import EventStore
 from tests.helpers import JOURNAL, journal, no_traceback, text, write_runbook
 from tests.sshd import SshHome, SshServer

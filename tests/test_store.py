@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from journal.events import NoteAdded, OutputChunk, StepFinished, StepStarted
-from journal.recorder import decode, encode
+from journal.output import decode, encode
 from journal.store import EventStore
 from tests.helpers import journal, no_traceback, text
 

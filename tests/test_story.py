@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from journal.projections.story import lines, run_status, story
 from journal.service.findings import journal_findings
+from journal.service.story import lines, run_status, story
 from journal.store import EventStore
 
 

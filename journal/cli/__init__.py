@@ -15,7 +15,7 @@ import signal
 import sys
 
 from journal import __version__
-from journal.cli import commands, metrics, pitfalls, serve
+from journal.cli import db, metrics, pitfalls, reading, running, serve
 from journal.cli.context import Context, default_db, default_runbook, text_argument
 from journal.cli.notify import base_url_option
 from journal.errors import BadInput
@@ -71,13 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    p = command("init", commands.init, "write a commented runbook.toml and create the database")
+    p = command("init", running.init, "write a commented runbook.toml and create the database")
     p.add_argument("dir", nargs="?", default=".", help="folder for runbook.toml (default: here)")
 
     run = sub.add_parser("run", help="run a step, the plan, a probe or a benchmark")
     run_sub = run.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
     run_sub.required = True
-    p = command("step", commands.run_step, "run one step of the runbook", parent=run_sub)
+    p = command("step", running.run_step, "run one step of the runbook", parent=run_sub)
     p.add_argument("name", help="the step's name")
     p.add_argument(
         "--detach",
@@ -88,14 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     _host_options(p, schedule=True)
     base_url_option(p)
     p = command(
-        "probe", commands.run_probe, "run a probe on the hosts and record it", parent=run_sub
+        "probe", running.run_probe, "run a probe on the hosts and record it", parent=run_sub
     )
     p.add_argument("name", help="packages, torch-env, or a [probes.NAME] of the runbook")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     _host_options(p, schedule=True)
-    p = command(
-        "plan", commands.run_plan, "run the plan's steps in order, resuming", parent=run_sub
-    )
+    p = command("plan", running.run_plan, "run the plan's steps in order, resuming", parent=run_sub)
     p.add_argument("--from", dest="from_step", metavar="NAME", help="start at this step")
     p.add_argument("--to", dest="to_step", metavar="NAME", help="stop after this step")
     p.add_argument(
@@ -129,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="the host it was measured on")
     _label_option(p)
 
-    p = command("note", commands.note, "add a note to the timeline")
+    p = command("note", reading.note, "add a note to the timeline")
     p.add_argument("text")
     p.add_argument("--tag", action="append", default=[], help="e.g. lesson, root-cause")
     p.add_argument("--host", help="the host the note is about")
@@ -137,13 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "status",
-        commands.status,
+        reading.status,
         "the story, plan progress and the state of each host; exit 1 when the latest run of a "
         "plan step failed or timed out on some host, or an error finding is open (else 0)",
     )
     _format_option(p)
     p = command(
-        "show", commands.show, "one step run in full: status, packages, findings, output tail"
+        "show", reading.show, "one step run in full: status, packages, findings, output tail"
     )
     p.add_argument("run", metavar="RUN", help="the run's id, or a unique start of it")
     p.add_argument(
@@ -152,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     _format_option(p)
     p = command(
         "attach",
-        commands.attach,
+        running.attach,
         "record the rest of runs whose recorder was lost (the command went on on its host)",
     )
     p.add_argument("runs", nargs="*", metavar="RUN", help="a run id (or its start)")
@@ -192,9 +190,6 @@ def build_parser() -> argparse.ArgumentParser:
     from journal.cli import export
 
     export.add_parser(exp_sub, command)
-    p = command("cast", commands.export_cast, "a step run's output as asciicast v2", parent=exp_sub)
-    p.add_argument("run_id", metavar="RUN_ID", help="the step run (a unique prefix will do)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.cast")
     imp = sub.add_parser("import", help="import a terminal transcript as step runs")
     imp_sub = imp.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
     imp_sub.required = True
@@ -206,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--host", required=True, help="the host the session ran on")
-    p = command("log", commands.log, "the timeline in the terminal")
+    p = command("log", reading.log, "the timeline in the terminal")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events live")
     p.add_argument("--output", action="store_true", help="print each step's recorded output")
     p.add_argument("--host", help="only this host's runs (and its probes, notes, figures)")
@@ -227,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = command(
         "verify",
-        commands.verify,
+        db.verify,
         "check the hash chain, the schema and any anchors; print the head (exit 1 if broken)",
     )
     p.add_argument(
@@ -235,19 +230,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE|HOST:FILE",
         help="also hold the chain against every anchor this witness file holds",
     )
-    p = command(
-        "anchor", commands.anchor, "write the chain's head to a witness file, here or over SSH"
-    )
+    p = command("anchor", db.anchor, "write the chain's head to a witness file, here or over SSH")
     p.add_argument(
         "--witness",
         metavar="FILE|HOST:FILE",
         help="append the head to this file (HOST: a runbook host or user@host, over SSH); "
         "without it the anchor line is printed",
     )
-    command("rebuild", commands.rebuild, "replay every event into the projections")
-    p = command("demo", commands.demo, "run the offline demo upgrade with stand-in wheels")
+    command("rebuild", db.rebuild, "replay every event into the projections")
+    p = command("demo", running.demo, "run the offline demo upgrade with stand-in wheels")
     p.add_argument("dir", nargs="?", default="demo", help="folder for the demo (default: ./demo)")
-    from journal.cli import db, notify, rollback
+    from journal.cli import notify, rollback
 
     rollback.add_parser(sub, command, _host_options, base_url_option)
     db.add_parser(sub, command)
@@ -263,7 +256,7 @@ def _format_option(p: argparse.ArgumentParser) -> None:
         "--format",
         choices=["text", "json"],
         default="text",
-        help="json: the same as one JSON document (its keys are listed in the README)",
+        help="json: the same as one JSON document (its keys: docs/cli-reading.md)",
     )
 
 

@@ -1,4 +1,5 @@
-"""What every command needs: the database, the runbook and which journal is meant."""
+"""What every command needs: the database, the runbook and which journal is meant, and the
+options several command families share (``--parallel``/``--rolling``, ``--base-url``)."""
 
 from __future__ import annotations
 
@@ -216,3 +217,40 @@ def default_db() -> str | None:
 
 def default_runbook() -> str:
     return os.environ.get("JOURNAL_RUNBOOK", "runbook.toml")
+
+
+def schedule_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The fleet schedule of ``--parallel N`` / ``--rolling N`` (bad values: bad input)."""
+    from journal.service.fleet import Schedule
+
+    parallel, rolling = args.parallel, args.rolling
+    for flag, value in (("--parallel", parallel), ("--rolling", rolling)):
+        if value is not None and value < 1:
+            raise BadInput(
+                f"{flag} {value}: give the number of hosts at work at once, 1 or more "
+                f"({flag} 1 runs one host at a time)"
+            )
+    if parallel is not None and rolling is not None:
+        raise BadInput(
+            f"--parallel {parallel} and --rolling {rolling} cannot be combined: "
+            "--rolling N already runs N hosts at a time (and stops at a failure), "
+            "--parallel N runs every host, N at a time; pick one"
+        )
+    return Schedule(parallel, rolling)
+
+
+def base_url_of(args: argparse.Namespace) -> str | None:
+    """``--base-url``, checked: an http(s) URL with a host, without its trailing slash (None
+    when not given: the runbook's ``[journal] base_url``, if any)."""
+    from urllib.parse import urlsplit
+
+    url = getattr(args, "base_url", None)
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise BadInput(
+            f"--base-url {url!r} is not an http(s) URL of the web UI (such as "
+            "http://gpu-box:8000, where `journal serve` answers)"
+        )
+    return url.strip().rstrip("/")

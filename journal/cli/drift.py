@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from journal.cli.context import Context
-from journal.cli.render import when
+from journal.cli.context import Context, base_url_of
+from journal.display import when
 from journal.errors import BadInput
 from journal.projections.drift import (
     EVENT_TYPES,
@@ -54,8 +54,6 @@ def add_parser(sub: Any, command: Any) -> None:
 
 
 def drift(ctx: Context, args: argparse.Namespace) -> int:
-    from journal.cli.commands import base_url_of
-
     base_url = base_url_of(args)
     journal = ctx.read_journal()
     ctx.require_db()

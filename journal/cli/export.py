@@ -1,4 +1,5 @@
-"""`journal export postmortem`: the journal's postmortem as Markdown, HTML or JSON.
+"""The exports (docs/cli-export.md): `journal export postmortem`, the journal's postmortem as
+Markdown, HTML or JSON, and `journal export cast`, a step run's output as an asciicast.
 
 Without ``-o`` the document goes to standard output. ``--format`` defaults to what ``-o``'s
 suffix names (``.md``, ``.html``/``.htm``, ``.json``), else Markdown. With ``-o FILE.md`` the
@@ -15,9 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from journal.cli.context import Context
+from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
-from journal.paths import output_file
+from journal.paths import output_file, write_file
+from journal.service.runs import find_stored_run
 
 #: File suffixes and the format each names.
 SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".json": "json"}
@@ -27,7 +29,8 @@ SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
 
 
 def add_parser(exp_sub: Any, command: Any) -> None:
-    """The `export postmortem` subcommand (``command`` is the parser's own helper)."""
+    """The `export postmortem` and `export cast` subcommands (``command`` is the parser's own
+    helper)."""
     p = command(
         "postmortem",
         postmortem,
@@ -46,6 +49,9 @@ def add_parser(exp_sub: Any, command: Any) -> None:
         help="where `journal serve` is reached (http://host:8000): action items and failed "
         "steps link to their run pages there",
     )
+    p = command("cast", cast, "a step run's output as asciicast v2", parent=exp_sub)
+    p.add_argument("run_id", metavar="RUN_ID", help="the step run (a unique prefix will do)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.cast")
 
 
 def postmortem(ctx: Context, args: argparse.Namespace) -> int:
@@ -53,7 +59,7 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export.changes import failures, read_outputs
     from journal.service.findings import journal_findings
 
-    base_url = _base_url(args.base_url) if args.base_url else None
+    base_url = base_url_of(args)
     output = output_file(Path(args.output), "the postmortem") if args.output else None
     fmt = args.format or (SUFFIXES.get(output.suffix.lower()) if output else None) or "md"
     journal = ctx.read_journal()
@@ -90,17 +96,16 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _base_url(url: str) -> str:
-    """``--base-url``: an http(s) URL with a host, without its trailing slash."""
-    from urllib.parse import urlsplit
+def cast(ctx: Context, args: argparse.Namespace) -> int:
+    from journal.export.cast import to_cast
 
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise BadInput(
-            f"--base-url {url!r} is not an http(s) URL of the web UI (such as "
-            "http://gpu-box:8000, where `journal serve` answers)"
-        )
-    return url.strip().rstrip("/")
+    output = output_file(Path(args.output), "the asciicast")
+    journal = ctx.read_journal()
+    run, _ = find_stored_run(ctx.store, journal, args.run_id)
+    lines = to_cast(ctx.store.read(journal, run_id=run, types=["StepStarted", "OutputChunk"]))
+    write_file(output, "\n".join(lines) + "\n", "the asciicast")
+    print(f"wrote {output}: {len(lines) - 1} output events of run {run}")
+    return 0
 
 
 def write_charts(output: Path, charts: list[dict[str, Any]]) -> list[tuple[str, str]]:

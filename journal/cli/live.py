@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from journal.cli.echo import Echo
-from journal.cli.render import plural, seconds
+from journal.display import plural, seconds
 from journal.service.fleet import FleetRun, HostVerdict, Schedule
 
 #: How much of a line the table keeps (the column cuts it to the terminal's width).

@@ -6,7 +6,9 @@ import argparse
 import sys
 
 from journal.cli import render
-from journal.cli.context import Context
+from journal.cli.context import Context, base_url_of
+from journal.cli.pitfalls import say_findings
+from journal.display import figure
 from journal.errors import BadInput
 from journal.projections.timeline import MetricView, Timeline
 from journal.terminal import visible
@@ -35,12 +37,12 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         hosts = [runbook.hosts[h] for h in spec.hosts]
     elif not hosts:
         hosts = list(runbook.hosts.values())
-    from journal.cli.commands import base_url_of
 
     base_url = base_url_of(args)
     from journal.cli.echo import Echo
+    from journal.runs import exit_status
     from journal.service.bench import run_bench as run_bench_service
-    from journal.service.steps import ensure_opened, exit_status
+    from journal.service.steps import ensure_opened
 
     ensure_opened(ctx.store, runbook)
     notifier = ctx.notifier(base_url)
@@ -63,7 +65,6 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         if bench.run.outcome.status != "skipped":  # a skipped run's verdict says why
             for skipped in bench.skipped:
                 print(f"journal:   skipped: {visible(skipped)}", file=sys.stderr)
-    from journal.cli.commands import say_findings
 
     say_findings(ctx.store, runbook.name, [b.run.run_id for b in runs], notifier)
     if len(runs) < len(hosts):
@@ -125,14 +126,14 @@ def _comparisons(ctx: Context, journal: str) -> tuple[Timeline, dict[int, str]]:
             shown = "" if percent is None else f"{percent:+.1f}% "
             unit = change.unit
             now = (
-                f"median {render.figure(v.after, unit)} of {v.after_count} "
-                f"({render.figure(v.after_low, None)}–{render.figure(v.after_high, None)}), "
+                f"median {figure(v.after, unit)} of {v.after_count} "
+                f"({figure(v.after_low, None)}–{figure(v.after_high, None)}), "
                 if v.after_count > 1
                 else ""
             )
-            was = render.figure(v.before, unit) + (
-                f" (median of {v.before_count}: {render.figure(v.before_low, None)}–"
-                f"{render.figure(v.before_high, None)})"
+            was = figure(v.before, unit) + (
+                f" (median of {v.before_count}: {figure(v.before_low, None)}–"
+                f"{figure(v.before_high, None)})"
                 if v.before_count > 1
                 else ""
             )

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from journal.cli.context import Context
+from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
 
 
@@ -36,7 +36,6 @@ def base_url_option(p: argparse.ArgumentParser) -> None:
 
 
 def test(ctx: Context, args: argparse.Namespace) -> int:
-    from journal.cli.commands import base_url_of
     from journal.runbook import suggest
 
     runbook = ctx.runbook

@@ -1,4 +1,5 @@
-"""`journal pitfalls`, `journal pitfalls ack`, `journal lint` and `journal import transcript`."""
+"""Findings and transcripts (docs/cli-findings.md): `journal pitfalls`, `pitfalls ack`, `lint`
+and `import transcript`, and how findings are worded in the terminal."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ def one_line(found: Finding) -> str:
     return visible(
         f"pitfall {found.id} ({found.severity}) on {found.host}: {found.title} -> {found.advice}"
     )
+
+
+def say_findings(  # type: ignore[no-untyped-def]
+    store, journal: str, runs: list[str], notifier=None
+) -> None:
+    """The run-time verdict the commands that run steps end with: each finding about these
+    runs, one line with id and advice on stderr (told to ``notifier`` too)."""
+    from journal.service.findings import findings_for_runs
+
+    for found in findings_for_runs(store, journal, runs, notifier):
+        print(f"journal: {one_line(found)}", file=sys.stderr)
 
 
 def pitfalls(ctx: Context, args: argparse.Namespace) -> int:

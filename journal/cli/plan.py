@@ -1,7 +1,8 @@
 """`journal run plan` in the terminal: the plan's progress as it runs, on stderr.
 
 The orchestration (resuming, stopping at the first failure, ``--from``/``--to``, rolling
-batches) is the service's (:mod:`journal.service.plan`); this is the reporter that words it.
+batches) is the service's (:mod:`journal.service.plan`); this is the reporter that words it,
+and the one that words `journal demo`, whose plan it reports the same way.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from typing import Any
 from journal.cli.echo import Echo
 from journal.cli.live import fleet_report
 from journal.cli.pitfalls import one_line
-from journal.cli.render import verdict, when
+from journal.cli.render import timeline_text, verdict
+from journal.cli.rollback import plan_lines
+from journal.display import when
 from journal.pitfalls.base import Finding
+from journal.projections.timeline import Timeline
 from journal.runbook import Runbook
+from journal.runs import StepRun
 from journal.service.fleet import FleetRun
 from journal.service.plan import run_plan as run_plan_service
-from journal.service.steps import StepRun
+from journal.service.rollback_plan import HostPlan
 from journal.store import EventStore
 
 
@@ -81,6 +86,21 @@ class TerminalPlanReport:
             f"the plan stopped at {step}; fix it, then `journal run plan` resumes "
             "from the first step not yet done"
         )
+
+
+class TerminalDemoReport(TerminalPlanReport):
+    """`journal demo` in the terminal (a :class:`journal.demo.run.DemoReporter`): the plan's
+    progress as `journal run plan` prints it, the benchmark's verdicts, then the timeline and
+    the rollback plan as `journal log` and `journal rollback --dry-run` print them."""
+
+    def bench_ran(self, run: StepRun) -> None:
+        print(verdict(run), file=sys.stderr)
+
+    def timeline(self, timeline: Timeline) -> None:
+        print(timeline_text(timeline))
+
+    def rollback_planned(self, host_plan: HostPlan) -> None:
+        print("\n".join(plan_lines(host_plan)))
 
 
 def run_plan(

@@ -9,25 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-# Re-exported: the CLI's views and its callers write values as the web and exports do.
-from journal.display import (  # noqa: F401
-    figure,
-    first_line,
-    plural,
-    rollback_text,
-    seconds,
-    when,
-)
-from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
-from journal.mapper import Recorded
-
-# Re-exported: `journal log --output` prints a run's output as journal.output reassembles it.
-from journal.output import decode, output_bytes  # noqa: F401
+from journal.display import figure, first_line, plural, rollback_text, seconds, when
+from journal.events import StepFinished
 from journal.pitfalls.base import Finding
 from journal.probes.summary import summary
 from journal.projections.packages import change_text
 from journal.projections.progress import HostState
-from journal.projections.story import run_status
 from journal.projections.timeline import (
     ExpectationView,
     HostKeyView,
@@ -39,6 +26,8 @@ from journal.projections.timeline import (
     TimelineItem,
 )
 from journal.projections.unread import of_run, snapshots_of, texts
+from journal.runs import FAILURES
+from journal.service.story import run_status
 from journal.terminal import visible
 
 MARK = {
@@ -59,9 +48,6 @@ MARK = {
 #: A run that succeeded but changed nothing asked is shown amber on a terminal.
 AMBER = "\x1b[33m"
 RESET = "\x1b[0m"
-
-#: Runs `journal log --failed` keeps.
-FAILED = frozenset({"failed", "timed-out", "lost", "interrupted", "disk full"})
 
 
 @dataclass
@@ -152,7 +138,7 @@ class Filter:
         return (
             (self.host is None or run.host == self.host)
             and (self.step is None or run.step == self.step)
-            and (not self.failed or run.status in FAILED)
+            and (not self.failed or run.status in FAILURES)
         )
 
     def item(self, item: TimelineItem) -> bool:
@@ -178,7 +164,7 @@ class Filter:
         step, host = runs[run]
         if (self.host or host) != host or (self.step or step) != step:
             return False
-        return not self.failed or (isinstance(event, StepFinished) and event.status in FAILED)
+        return not self.failed or (isinstance(event, StepFinished) and event.status in FAILURES)
 
 
 def finding_line(found: Finding) -> str:
@@ -379,35 +365,6 @@ def progress_text(
     return "\n".join([*lines, visible("\n".join(rest))] if rest else lines)
 
 
-def event_text(rec: Recorded, runs: dict[str, tuple[str, str]]) -> bytes:
-    """One event as `journal log --follow` prints it as it arrives: output as it was printed,
-    journal's lines with their control characters made visible."""
-    event = rec.event
-    if isinstance(event, OutputChunk):
-        return decode(event)
-    return visible(_event_line(rec, runs)).encode()
-
-
-def _event_line(rec: Recorded, runs: dict[str, tuple[str, str]]) -> str:
-    event = rec.event
-    if isinstance(event, StepStarted):
-        runs[event.run] = (event.step, event.host_name)
-        head = f"{when(rec.ts)}  ==> {event.step} on {event.host_name}"
-        return f"{head}: $ {first_line(event.command)}\n"
-    if isinstance(event, StepFinished):
-        step, host = runs.get(event.run, ("?", event.host_name))
-        code = "" if event.exit_code is None else f" exit {event.exit_code}"
-        reason = f" ({event.reason})" if event.reason else ""
-        return f"{when(rec.ts)}  <== {step} on {host}: {event.status}{code}{reason}\n"
-    if isinstance(event, NoteAdded):
-        return f"{when(rec.ts)}  note: {event.text}\n"
-    if isinstance(event, MetricRecorded):
-        value = figure(event.value, event.unit)
-        where = f" on {event.host_name}" if event.host_name else ""
-        return f"{when(rec.ts)}  metric {event.name} = {value}{where}\n"
-    return ""
-
-
 def verdict(run) -> str:  # type: ignore[no-untyped-def]
     """The closing line of a step run: host, status, exit status, duration, reason."""
     outcome = run.outcome
@@ -465,47 +422,3 @@ def item_json(item: TimelineItem, judged: Judged) -> dict:
         return {"kind": "metric", "at": item.ts, **metric_json(item)}
     keys = _fields(item, "host", "target", "key_type", "fingerprint")
     return {"kind": "host-key", "at": item.ts, **keys}
-
-
-def show_text(run: StepRunView, judged: Judged) -> str:
-    """`journal show RUN`: the run in full (its findings and output follow)."""
-    status = judged.status(run)
-    lines = [
-        f"run {run.run_id}: {run.step} on {run.host}" + (f" ({run.target})" if run.target else ""),
-        f"  command:  {run.command}",
-        f"  status:   {status}"
-        + (" (succeeded, but changed nothing it was asked to)" if status == "no change" else "")
-        + (" (could not run on this host, said why: no failure)" if status == "skipped" else "")
-        + (" (never launched: nothing of it ran on the host)" if status == "not started" else ""),
-        f"  exit:     {'-' if run.exit_code is None else run.exit_code}",
-        f"  started:  {when(run.started)}",
-        f"  finished: {when(run.finished) if run.finished else '-'}",
-        f"  duration: {_duration(run)}",
-        f"  output:   {plural(run.lines.get('stdout', 0), 'line')} out, "
-        f"{plural(run.lines.get('stderr', 0), 'line')} err",
-    ]
-    if run.reason:
-        lines.append(f"  reason:   {run.reason}")
-    if run.rollback:
-        lines.append(f"  {rollback_text(run.rollback)}")
-    if run.imported:
-        lines.append("  imported from a transcript")
-    if run.interactive:
-        lines.append("  typed in `journal shell`")
-    errors = judged.errors(run)
-    if errors:
-        lines.append(f"  open error: {', '.join(errors)}")
-    lines.extend(f"  {line}" for line in run_details(run))
-    if run.diff is None and not snapshots_of(run):
-        lines.append("  packages: no snapshots to compare")
-    text = visible("\n".join(lines))
-    if judged.colour and status == "no change":
-        text = text.replace("status:   no change", f"status:   {judged.shown(run)}", 1)
-    return text
-
-
-def _duration(run: StepRunView) -> str:
-    """A run's duration; ``untimed`` for an imported command its transcript gave no time for."""
-    if run.duration is not None:
-        return seconds(run.duration)
-    return "untimed" if run.imported and run.finished else "-"

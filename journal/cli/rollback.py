@@ -8,7 +8,8 @@ import json
 import sys
 from typing import Any
 
-from journal.cli.context import Context
+from journal.cli.context import Context, base_url_of, schedule_of
+from journal.cli.pitfalls import say_findings
 from journal.display import plural
 from journal.errors import BadInput
 from journal.terminal import visible
@@ -61,7 +62,6 @@ def rollback(ctx: Context, args: argparse.Namespace) -> int:
         )
     runbook = ctx.runbook
     ctx.require_db()
-    from journal.cli.commands import base_url_of, say_findings, schedule_of
 
     schedule = schedule_of(args)
     base_url = base_url_of(args)
@@ -82,9 +82,10 @@ def rollback(ctx: Context, args: argparse.Namespace) -> int:
         return 0
     from journal.cli.live import echo_for, fleet_report
     from journal.cli.render import verdict
+    from journal.runs import exit_status
     from journal.service.attach import attach_lost
     from journal.service.findings import findings_for_runs
-    from journal.service.steps import ensure_opened, exit_status
+    from journal.service.steps import ensure_opened
 
     # the targets are checked first (bad input records nothing); then a run on these hosts
     # whose recorder was lost (a rollback whose journal was killed) is recorded to its end,

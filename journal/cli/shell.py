@@ -115,7 +115,7 @@ def shell(ctx: Context, args: argparse.Namespace) -> int:
 def open_terminal(ctx: Context, runbook: Runbook, host: Host, transport: Any, nonce: str) -> Any:
     """The session's shell, its hooks' marks led by ``nonce`` (written into its rc file
     only: no command line, environment or terminal ever holds it)."""
-    from journal.service.shell import RC_UPLOAD, bash_rc, remote_command, zsh_files
+    from journal.service.shell_hooks import RC_UPLOAD, bash_rc, remote_command, zsh_files
     from journal.transport.interactive import LocalTerminal, SshTerminal, window_size
 
     size = window_size(0)
@@ -180,7 +180,7 @@ class _Screen:
 
 def relay(term: Any, session: Any) -> int | None:
     """Pass the terminal through until the shell ends; record as the marks say."""
-    from journal.service.shell import ACK, Mark, Marks
+    from journal.service.shell_marks import ACK, Mark, Marks
 
     marks = Marks(session.nonce)  # output that does not carry the nonce is output
     screen = _Screen(1)
@@ -258,7 +258,7 @@ def relay(term: Any, session: Any) -> int | None:
 
 def _on_mark(mark: Any, term: Any, session: Any, screen: _Screen, ack: bytes) -> None:
     if mark.kind == "C":
-        from journal.service.shell import where_of
+        from journal.service.shell_commands import where_of
 
         command, cwd = mark.text(0), mark.text(1)
         try:
@@ -267,7 +267,7 @@ def _on_mark(mark: Any, term: Any, session: Any, screen: _Screen, ack: bytes) ->
             if mark.fields[2:3] == ("1",):
                 term.write(ack)  # the hook waits for it: the command goes on now
     elif mark.kind == "P":
-        from journal.service.shell import reported_secrets
+        from journal.service.shell_marks import reported_secrets
 
         # learnt before the command's end is recorded: its output not stored yet is masked
         session.learn(reported_secrets(mark.raw(2)))

@@ -3,6 +3,10 @@
 The wheels (torch 2.10.0+cu128 → 2.12.0.dev20260226+cu130 and friends) are built locally by
 :mod:`journal.demo.wheels`, so the demo needs no network and runs in seconds; uv, the venv,
 the commands and the journal are all real.
+
+The demo sits below the command line: it records through the services, and what it shows is
+worded by the :class:`DemoReporter` that `journal demo` hands it
+(:class:`journal.cli.plan.TerminalDemoReport`).
 """
 
 from __future__ import annotations
@@ -12,20 +16,25 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from journal.cli import render
-from journal.cli.context import Context
-from journal.cli.echo import Echo
-from journal.cli.plan import TerminalPlanReport
 from journal.demo.wheels import build_indexes
 from journal.errors import BadInput
 from journal.events import NoteAdded
 from journal.paths import make_folder
-from journal.runbook import Runbook, load
+from journal.projections.stored import current_timeline
+from journal.runbook import Runbook
+from journal.runs import StepRun, exit_status
 from journal.service.bench import run_bench
 from journal.service.findings import import_transcript
-from journal.service.plan import run_plan
-from journal.service.steps import ensure_opened, exit_status
+from journal.service.plan import PlanReporter, run_plan
+from journal.service.rollback import plan
+from journal.service.steps import ensure_opened
+
+if TYPE_CHECKING:
+    from journal.projections.timeline import Timeline
+    from journal.service.rollback_plan import HostPlan
+    from journal.store import EventStore
 
 MARKER = ".journal-demo"
 
@@ -205,56 +214,65 @@ def prepare(root: Path) -> Path:
     return path
 
 
-def measure(ctx: Context, runbook: Runbook, phase: str) -> int:
+class DemoReporter(PlanReporter, Protocol):
+    """Hears the demo as it goes: its plan's progress (a :class:`PlanReporter`), and what the
+    demo shows of its record besides."""
+
+    def bench_ran(self, run: StepRun) -> None:
+        """A run of the CPU benchmark ended (its verdict)."""
+        ...
+
+    def timeline(self, timeline: Timeline) -> None:
+        """The journal the demo recorded, once it is all recorded."""
+        ...
+
+    def rollback_planned(self, host_plan: HostPlan) -> None:
+        """A host's way back, planned but not taken (what `journal rollback` would do)."""
+        ...
+
+
+def measure(store: EventStore, runbook: Runbook, reporter: DemoReporter, phase: str) -> int:
     """Run the CPU benchmark, its figures labelled with ``phase``."""
     runs = run_bench(
-        ctx.store,
+        store,
         runbook,
         runbook.benchmark("cpu-matmul"),
         list(runbook.hosts.values()),
-        Echo(prefix=False),
+        reporter.echo_for(1),
         {"phase": phase},
     )
     for bench in runs:
-        print(render.verdict(bench.run), file=sys.stderr)
+        reporter.bench_ran(bench.run)
     return exit_status([b.run for b in runs])
 
 
-def run_demo(root: Path, ctx: Context) -> int:
-    """Prepare the demo, run its plan with real uv, print the timeline."""
-    runbook = load(prepare(root))
-    if not ctx.db_given:
-        ctx.db = str(root.resolve() / "journal.db")
-    ctx.runbook_path = str(runbook.path)
-    ensure_opened(ctx.store, runbook)
-    code = measure(ctx, runbook, "before")
-    code = run_plan(ctx.store, runbook, TerminalPlanReport()) or code
-    code = measure(ctx, runbook, "after") or code
+def run_demo(store: EventStore, runbook: Runbook, reporter: DemoReporter, db: str) -> int:
+    """Run the prepared demo (:func:`prepare`) into ``store`` (the database ``db``): its plan
+    with real uv between two measurements, the seed's GPU session imported, the notes; then
+    show the timeline and the way back. The exit status."""
+    ensure_opened(store, runbook)
+    code = measure(store, runbook, reporter, "before")
+    code = run_plan(store, runbook, reporter) or code
+    code = measure(store, runbook, reporter, "after") or code
     session = Path(__file__).with_name("gpu-session.txt")
-    count = import_transcript(ctx.store, runbook.name, session, "gpu-box", runbook.redact)
+    count = import_transcript(store, runbook.name, session, "gpu-box", runbook.redact)
     print(f"journal: imported {count} commands of the seed's GPU session ({session.name})")
-    ctx.store.append(
+    store.append(
         runbook.name,
         [NoteAdded(text=text, author="journal demo", tags=tags) for tags, text in NOTES],
     )
-    from journal.projections.stored import current_timeline
-
-    timeline = current_timeline(ctx.store, runbook.name)
     print()
-    print(render.timeline_text(timeline))
+    reporter.timeline(current_timeline(store, runbook.name))
     print()
     # The way back, planned but not taken: what `journal rollback` would do.
-    from journal.cli.rollback import plan_lines
-    from journal.service.rollback import plan
-
     print("$ journal rollback --to before:install-torch --dry-run")
-    for host_plan in plan(ctx.store, runbook, "before:install-torch", []):
-        print("\n".join(plan_lines(host_plan)))
+    for host_plan in plan(store, runbook, "before:install-torch", []):
+        reporter.rollback_planned(host_plan)
     print()
     me = Path(sys.argv[0])
     command = os.path.relpath(me) if me.name == "journal" else "journal"
-    print(f"the demo journal is {ctx.db}; look at it with:")
-    print(f"  {command} --db {ctx.db} --runbook {runbook.path} status")
-    print(f"  {command} --db {ctx.db} --runbook {runbook.path} log --output")
-    print(f"  {command} --db {ctx.db} --runbook {runbook.path} serve   # in the browser")
+    print(f"the demo journal is {db}; look at it with:")
+    print(f"  {command} --db {db} --runbook {runbook.path} status")
+    print(f"  {command} --db {db} --runbook {runbook.path} log --output")
+    print(f"  {command} --db {db} --runbook {runbook.path} serve   # in the browser")
     return code

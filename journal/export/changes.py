@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from journal.pitfalls._install import output_changes, requests
-from journal.pitfalls.base import Run
 from journal.probes.summary import shown
 from journal.projections.packages import PackageChange, change_text, normalize
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
 from journal.projections.unread import snapshots_of
+from journal.reading.installs import output_changes, requests
+from journal.reading.subject import Run
 
 #: Probe fields that change on every run or repeat what the snapshots say.
 VOLATILE = ("seconds", "probe")
@@ -69,61 +69,46 @@ def outputs_needed(timeline: Timeline) -> list[str]:
 
 
 def read_outputs(store: Any, journal: str, timeline: Timeline) -> dict[str, str]:
-    """The recorded output of the runs :func:`outputs_needed` names, from ``store``."""
-    from journal.service.bench import recorded_output
+    """The recorded output of the runs :func:`outputs_needed` names, from ``store``, as the
+    detectors are shown it (:class:`journal.reading.window.Window`): a long output's first
+    and last few megabytes, read chunk by chunk, so that the changes the postmortem reads in
+    it are those the findings were judged on, and no output is held whole."""
+    from journal.events import OutputChunk
+    from journal.output import output_text
+    from journal.reading.window import Window
 
-    return {run: recorded_output(store, journal, run) for run in outputs_needed(timeline)}
+    return {
+        run: output_text(
+            Window().extend(store.read(journal, types=[OutputChunk.type], run_id=run)).records
+        )
+        for run in outputs_needed(timeline)
+    }
 
 
 def failed_runs(timeline: Timeline) -> list[StepRunView]:
     """The step runs that did not succeed (failed, timed out, interrupted, lost), in order."""
-    from journal.export.entries import DONE
+    from journal.runs import DONE
 
     return [r for r in timeline.step_runs() if r.status not in (*DONE, "running")]
 
 
 def stderr_tail(store: Any, run_id: str, count: int = TAIL_LINES) -> dict[str, Any]:
     """The last ``count`` lines a run printed on stderr, read chunk by chunk
-    (:meth:`EventStore.output_chunks`): only those lines, the line being read and a count are
-    ever held, however long the output. ``lines``: the tail (ANSI codes out, each line cut at
-    :data:`TAIL_LINE_CHARS`); ``before``: how many stderr lines came before it."""
-    from collections import deque
-
-    from journal.output import chunk_text
+    (:meth:`EventStore.output_chunks`, :func:`journal.output.tail`): only those lines, the
+    line being read and a count are ever held, however long the output. ``lines``: the tail
+    (ANSI codes out, each line cut at :data:`TAIL_LINE_CHARS`); ``before``: how many stderr
+    lines came before it."""
+    from journal.output import tail
     from journal.terminal import CONTROL, clean
 
-    tail: deque[str] = deque(maxlen=count)
-    seen = 0
-    partial: list[str] = []
-    size = 0
-
-    def add(piece: str) -> None:
-        nonlocal size
-        if size < TAIL_LINE_CHARS + 1:
-            partial.append(piece[: TAIL_LINE_CHARS + 1 - size])
-            size += len(partial[-1])
-
-    def close() -> None:
-        nonlocal seen, size
-        line = CONTROL.sub("", clean("".join(partial).rstrip("\r")))
-        if size > TAIL_LINE_CHARS:
-            line = line[:TAIL_LINE_CHARS] + " …"
-        tail.append(line)
-        seen += 1
-        partial.clear()
-        size = 0
-
-    for _, chunk in store.output_chunks(run_id):
-        if chunk.stream != "stderr":
-            continue
-        pieces = chunk_text(chunk).split("\n")
-        for piece in pieces[:-1]:
-            add(piece)
-            close()
-        add(pieces[-1])
-    if partial and "".join(partial):
-        close()
-    return {"lines": list(tail), "before": seen - len(tail)}
+    chunks = (chunk for _, chunk in store.output_chunks(run_id))
+    # a character more than is shown, to tell a line that long from a longer one
+    found = tail(chunks, count, limit=TAIL_LINE_CHARS + 1, keep="start", stream="stderr", text=True)
+    lines = []
+    for line in found.lines:
+        text = CONTROL.sub("", clean(line.text.rstrip("\r")))
+        lines.append(text[:TAIL_LINE_CHARS] + " …" if len(line.text) > TAIL_LINE_CHARS else text)
+    return {"lines": lines, "before": found.before}
 
 
 def failures(store: Any, timeline: Timeline) -> dict[str, dict[str, Any]]:

@@ -23,11 +23,6 @@ from journal.projections.timeline import (
 )
 from journal.projections.unread import of_run
 
-#: Statuses that count as a step run that did not fail: it went through, was skipped (a
-#: benchmark its host cannot run, which said why), or was not started (stopped before its
-#: command was launched: nothing of it ran).
-DONE = ("succeeded", "imported", "skipped", "not started")
-
 
 def parse_ts(ts: str) -> datetime:
     """A stored timestamp (``2026-02-26T09:41:02.123456Z``) as an aware datetime."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from journal.pitfalls._bench import DISPLAY
 from journal.projections.metrics import (
     Change,
     Series,
@@ -22,6 +21,7 @@ from journal.projections.metrics import (
 )
 from journal.projections.timeline import MetricView, StepRunView, Timeline
 from journal.projections.verdict import summary
+from journal.reading.bench import DISPLAY
 
 
 def figure(value: float | None, unit: str | None = None) -> str:

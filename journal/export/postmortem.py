@@ -17,7 +17,7 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   succeed (an imported command, whose exit status is unknown, counts as done); else
   ``mitigated`` while a warning is open; else ``resolved`` (open ``info`` findings stay
   action items but do not keep it open). ``status_reasons`` says why, one sentence each.
-- ``story``: the upgrade at a glance (:mod:`journal.projections.story`, as
+- ``story``: the upgrade at a glance (:mod:`journal.service.story`, as
   ``journal status`` tells it): ``hosts`` (each ``host``, its ``stack``: torch, CUDA, NCCL and
   driver from the first and the latest torch-env reading, and ``packages``: the key packages
   that moved between the first and the latest package snapshot, each ``what``, ``before``,
@@ -81,7 +81,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from journal.export.changes import failed_runs, host_changes, versions
-from journal.export.entries import DONE, elapsed, entry, note_dict
+from journal.export.entries import elapsed, entry, note_dict
 from journal.export.findings import action_items, pitfall_dict, run_url
 from journal.export.impact import headline_text, impact
 from journal.pitfalls.base import SEVERITIES, STATES, Finding
@@ -92,6 +92,7 @@ from journal.projections.timeline import (
     StepRunView,
     Timeline,
 )
+from journal.runs import DONE
 
 
 def _times(timeline: Timeline) -> list[str]:
@@ -127,7 +128,7 @@ def build(
     ``tails`` the stderr tail of each failed run (:func:`journal.export.changes.failures`);
     ``base_url`` where the web serves the journal, for links to run pages.
     """
-    from journal.projections.story import lines, story
+    from journal.service.story import lines, story
 
     if journal_version is None:
         from journal import __version__ as journal_version

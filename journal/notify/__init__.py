@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from journal.notify.payload import Notice, body
 from journal.notify.sender import Delivery, Sender, encode
 from journal.redact import Redactor
+from journal.runs import DETACHED, StepRun
 
 if TYPE_CHECKING:
     from journal.pitfalls.base import Finding
     from journal.runbook import Runbook
-    from journal.service.steps import StepRun
     from journal.store import EventStore
 
 __all__ = ["Notice", "Notifier", "Webhooks"]
@@ -94,7 +94,7 @@ class Webhooks(Notifier):
             return
         if rollback is not None:
             self.tell(rollback_notice(self.journal, run, rollback, self.base_url))
-        if not run.outcome.ok and run.outcome.status != "detached":
+        if not run.outcome.ok and run.outcome.status != DETACHED:
             self.tell(step_failed(self.journal, run, self.base_url))
 
     def findings(self, found: list[Finding]) -> None:

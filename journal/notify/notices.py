@@ -10,10 +10,10 @@ from urllib.parse import quote
 
 from journal.display import plural
 from journal.notify.payload import Notice
+from journal.runs import FAILED, INTERRUPTED, SUCCEEDED, StepRun
 
 if TYPE_CHECKING:
     from journal.pitfalls.base import Finding
-    from journal.service.steps import StepRun
 
 
 def page_url(base_url: str | None, journal: str, path: str = "") -> str | None:
@@ -47,7 +47,7 @@ def _run_facts(journal: str, run: StepRun, base_url: str | None) -> dict[str, An
 def step_failed(journal: str, run: StepRun, base_url: str | None) -> Notice:
     outcome = run.outcome
     how = outcome.status
-    if outcome.exit_code is not None and outcome.status == "failed":
+    if outcome.exit_code is not None and outcome.status == FAILED:
         how = f"failed (exit status {outcome.exit_code})"
     why = f": {outcome.reason}" if outcome.reason else ""
     text = f"{run.step} on {run.host} {how}{why}"
@@ -115,7 +115,7 @@ def plan_notice(
     plan_run: str,
     base_url: str | None,
 ) -> Notice:
-    status = "succeeded" if code == 0 else ("interrupted" if code in (130, 143, 129) else "failed")
+    status = SUCCEEDED if code == 0 else (INTERRUPTED if code in (130, 143, 129) else FAILED)
     where = f"{plural(len(steps), 'step')} on {', '.join(hosts) or '-'}"
     stopped = f"; failed: {', '.join(failed)}" if failed else ""
     return Notice(

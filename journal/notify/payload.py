@@ -1,5 +1,5 @@
 """What a notification says: a :class:`Notice` (what happened, where, a link), and the two
-bodies it is posted as: journal's own JSON (:func:`as_json`, its keys listed in the README)
+bodies it is posted as: journal's own JSON (:func:`as_json`, its keys listed in docs/operations.md)
 and Slack's ``{"text", "blocks"}`` (:func:`as_slack`).
 
 A notice never carries a step's output: only the facts a reader needs to decide whether to

@@ -1,33 +1,54 @@
 """Pitfall detectors: one module per pitfall id, its docstring the user-facing explanation.
 
 ``judge(subject)`` runs every detector of the catalogue over a journal or a transcript.
-Findings are computed on read, so a better detector re-judges old journals.
+Findings are computed on read, so a better detector re-judges old journals. The detectors are
+the modules :data:`DETECTORS` lists; the package's other modules (:mod:`.base`, :mod:`.runtime`,
+:mod:`.subjects`, :mod:`.lifecycle`, :mod:`.ledger`) are what they stand on.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Iterable
 from functools import cache
 from types import ModuleType
 
-from journal.pitfalls.base import SEVERITIES, Finding, Subject
+from journal.pitfalls.base import SEVERITIES, Finding
+from journal.reading.subject import Subject
 
-#: Modules of this package that are the framework, not detectors.
-FRAMEWORK = {"base", "commands", "subjects"}
+#: The detector modules of this package, by name: a new detector is listed here (a test fails
+#: for a module that defines ``ID`` and ``detect`` and is not). The catalogue orders them by
+#: their ``ORDER``, then id, not by this list.
+DETECTORS = (
+    "abi_mismatch",
+    "arch_unsupported",
+    "bench_invalid",
+    "cpu_torch",
+    "dependency_conflict",
+    "downgrade_cascade",
+    "driver_too_old",
+    "masked_exit",
+    "nccl_changed",
+    "nccl_skew",
+    "no_kernel_image",
+    "noop_install",
+    "numpy_abi",
+    "rollback_incomplete",
+    "snapshot_failed",
+    "step_interrupted",
+    "throughput_regression",
+    "toolkit_mismatch",
+    "torch_replaced",
+    "unverified_change",
+    "variant_not_switched",
+    "version_guard",
+)
 
 
 @cache
 def detectors() -> tuple[ModuleType, ...]:
     """The detector modules, in the order of the catalogue (their ORDER, then id)."""
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        if info.name in FRAMEWORK or info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "ID") and hasattr(module, "detect"):
-            found.append(module)
+    found = [importlib.import_module(f"{__name__}.{name}") for name in DETECTORS]
     return tuple(sorted(found, key=lambda m: (getattr(m, "ORDER", 100), m.ID)))
 
 
@@ -65,8 +86,8 @@ def counts(findings: Iterable[Finding]) -> dict[str, int]:
 
 
 def catalogue_markdown() -> str:
-    """The pitfall catalogue as Markdown, made from the detectors' docstrings (the README's
-    catalogue section is this text: `python -m journal.pitfalls` prints it)."""
+    """The pitfall catalogue as Markdown, made from the detectors' docstrings (the
+    catalogue of docs/pitfalls.md is this text: `python -m journal.pitfalls` prints it)."""
     lines = []
     for module in detectors():
         doc = (module.__doc__ or "").strip()
@@ -83,9 +104,9 @@ def catalogue_markdown() -> str:
 
 def resolution_rules(module: ModuleType) -> list[str]:
     """What resolves a pitfall's findings, in words: the docstrings of the rules the lifecycle
-    applies to it (:func:`journal.pitfalls.lifecycle.rules_of`, so the catalogue cannot say
+    applies to it (:func:`journal.pitfalls.resolution.rules_of`, so the catalogue cannot say
     other than the code does), then the acknowledgement that closes any finding."""
-    from journal.pitfalls.lifecycle import rules_of
+    from journal.pitfalls.resolution import rules_of
 
     runs, figures = rules_of(module)
     said = []

@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls import _runtime as rt
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls import runtime as rt
+from journal.pitfalls.base import Finding, finding
+from journal.reading.subject import Evidence, Run, Subject
 
 #: What a reader says: (package, severity, title, advice, evidence).
 Said = tuple[str, str, str, str, list[Evidence]]

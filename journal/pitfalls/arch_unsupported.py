@@ -25,8 +25,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from journal.pitfalls import _runtime as rt
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls import runtime as rt
+from journal.pitfalls.base import Finding, finding
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "arch-unsupported"
 ORDER = 31

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from journal.pitfalls._bench import (
+from journal.pitfalls.base import Finding, finding
+from journal.projections.metrics import headline_rank
+from journal.reading.bench import (
     DISPLAY,
     Figure,
     recorded_figures,
     subject_blocks,
 )
-from journal.pitfalls.base import Finding, Subject, finding
-from journal.projections.metrics import headline_rank
+from journal.reading.subject import Subject
 
 ID = "bench-invalid"
 ORDER = 81

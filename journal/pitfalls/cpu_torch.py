@@ -36,10 +36,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls import _printed as printed
-from journal.pitfalls import _runtime as rt
-from journal.pitfalls._install import conda_plan, requests_of, unique
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls import runtime as rt
+from journal.pitfalls.base import Finding, finding
+from journal.reading import printed
+from journal.reading.conda import conda_plan
+from journal.reading.installs import requests_of, unique
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "cpu-torch"
 ORDER = 30
@@ -174,7 +176,7 @@ def _cuda_before(subject: Subject, run: Run) -> Evidence | None:
 
 
 def _gpu_hint(subject: Subject, run: Run) -> tuple[str, list[Evidence]] | None:
-    """GPUs in sight: NVML or nvidia-smi (see journal.pitfalls._runtime.host_gpus), collect_env's
+    """GPUs in sight: NVML or nvidia-smi (see journal.pitfalls.runtime.host_gpus), collect_env's
     GPU models, or conda's `__cuda` virtual package (conda sees a driver)."""
     gpus = rt.host_gpus(subject, run)
     if gpus:

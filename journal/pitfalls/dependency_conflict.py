@@ -20,8 +20,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from journal.pitfalls._install import grep_lines
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
+from journal.reading.installs import grep_lines
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "dependency-conflict"
 ORDER = 14
@@ -29,7 +30,7 @@ ORDER = 14
 RESOLVED_BY = ("pip-check", "rerun")
 
 #: Whole-line patterns, each found through a literal that every such line holds (see
-#: :func:`journal.pitfalls._install.grep_lines`).
+#: :func:`journal.reading.installs.grep_lines`).
 RESOLVER = re.compile(
     r"ERROR: pip's (?:legacy )?dependency resolver does (?:not currently take into account"
     r"|not consider)[^\n]*"

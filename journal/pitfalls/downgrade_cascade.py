@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from journal.pitfalls._install import Change, changes, named, requests, short, tool, unique
-from journal.pitfalls.base import Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
+from journal.reading.installs import Change, changes, named, requests, short, tool, unique
+from journal.reading.subject import Run, Subject
 
 ID = "downgrade-cascade"
 ORDER = 12

@@ -2,15 +2,16 @@
 
 Judging a whole journal reads every event and every byte of output; a step that printed one
 line should not pay for a year of history. The ledger keeps, in the projection tables (a
-cache: :mod:`journal.store.cache`), every finding with its lifecycle (a row per step run) and,
-per host, what judging the next run there needs: the last few runs (their output cut to its
-tail), the last run with a torch-env probe, the last trusted figure of each series, the
-findings still open and the latest resolved one of each pitfall. Bringing it up to date reads
-the events after its head, judges the runs they touch with that context, offers them to the
-open findings of their hosts (:mod:`journal.pitfalls.lifecycle`) and saves the rows it
-changed. A run still running is judged on every read and saved once it ended; a run whose
-recorder died is judged as interrupted. Detectors that look ahead (``LOOKS_AHEAD``) may
-add or reword a finding about a recent run when a later one shows more.
+stored projection: :mod:`journal.projections.stored`), every finding with its lifecycle (a
+row per step run) and, per host, what judging the next run there needs: the last few runs
+(their output cut to its tail), the last run with a torch-env probe, the last trusted figure
+of each series, the findings still open and the latest resolved one of each pitfall (the
+rows: :mod:`journal.pitfalls.ledger_rows`). Bringing it up to date reads the events after its
+head, judges the runs they touch with that context, offers them to the open findings of their
+hosts (:mod:`journal.pitfalls.lifecycle`) and saves the rows it changed. A run still running
+is judged on every read and saved once it ended; a run whose recorder died is judged as
+interrupted. Detectors that look ahead (``LOOKS_AHEAD``) may add or reword a finding about a
+recent run when a later one shows more.
 
 The version of the state is a digest of the judging code: a better detector makes the next
 read judge the whole journal again, once.
@@ -19,263 +20,48 @@ read judge the whole journal again, once.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from journal.events import PitfallAcknowledged, PitfallUnacknowledged, StepStarted
+from journal.events import StepStarted
 from journal.mapper import Recorded
 from journal.pitfalls import SEVERITIES, judge
-from journal.pitfalls._bench import Figure, figure_key, figures
-from journal.pitfalls.base import (
-    Evidence,
-    Finding,
-    Resolution,
-    Run,
-    Segment,
-    Subject,
-    Tally,
+from journal.pitfalls.acks import TYPES as ACK_TYPES
+from journal.pitfalls.acks import book_json, book_of, fold_ack
+from journal.pitfalls.base import Finding, Tally
+from journal.pitfalls.ledger_rows import (
+    TALLY,
+    Carrier,
+    HostContext,
+    OpenRows,
+    finding_json,
+    finding_of,
+    host_key,
+    open_key,
+    order,
+    run_key,
+    tally_key,
 )
-from journal.pitfalls.lifecycle import (
-    AckBook,
-    Lifecycle,
-    Stored,
-    follow_from,
-    plain,
-    with_acks,
-)
+from journal.pitfalls.lifecycle import AckBook, Lifecycle, follow_from, with_acks
 from journal.pitfalls.subjects import from_journal
-from journal.pitfalls.window import Window
-from journal.projections.packages import diff_packages
+from journal.projections.stored import Moved, StoredProjection
+from journal.reading.bench import Figure, figures
+from journal.reading.subject import Run, Subject
+from journal.reading.window import Window
+from journal.runs import CUT_OFF, RUNNING, UNFINISHED, Alive
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
 
 PROJECTION = "findings"
-#: The row counting the stored findings by pitfall, severity and open or resolved.
-TALLY = "tally"
-#: Finished runs of a host kept as context for judging the next ones.
-CONTEXT_RUNS = 8
-#: The tail of a context run's output kept (detectors reading earlier output see this much).
-CONTEXT_TEXT = 16_384
-#: Runs whose figures are kept per series: the newest whose run is not judged again is what
-#: the next figure is compared with.
-FIGURES_KEPT = 3
-#: Figures kept of one run of a series: the repeated samples a benchmark printed, compared as
-#: a whole (see journal.pitfalls.throughput_regression).
-SAMPLES_KEPT = 32
 #: Events folded at a time when the whole journal is judged again.
 BATCH = 20_000
 
-Alive = Callable[[str, int], bool]
 
-
-@functools.cache
 def version() -> str:
-    """A digest of the code that judges: the detectors, the projections they read, parsers."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for folder in ("pitfalls", "projections", "projections/drift", "benchmarks/parsers"):
-        for path in sorted((root / folder).glob("*.py")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    for name in ("versions.py", "transcript.py", "output.py"):
-        path = root / name
-        if path.exists():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-# -- serialising -----------------------------------------------------------------------------
-
-
-def finding_json(f: Finding) -> dict[str, Any]:
-    by = f.resolved_by
-    return {
-        "id": f.id,
-        "severity": f.severity,
-        "title": f.title,
-        "advice": f.advice,
-        "evidence": [_evidence_json(e) for e in f.evidence],
-        "run": f.run,
-        "host": f.host,
-        "step": f.step,
-        "seq": f.seq,
-        "facts": plain(f.facts),
-        "resolved_by": [by.kind, by.run, by.step, by.host, by.event, by.why] if by else None,
-        "regression_of": f.regression_of,
-    }
-
-
-def finding_of(d: dict[str, Any]) -> Finding:
-    by = d["resolved_by"]
-    return Finding(
-        d["id"],
-        d["severity"],
-        d["title"],
-        d["advice"],
-        tuple(Evidence(*e) for e in d["evidence"]),
-        run=d["run"],
-        host=d["host"],
-        step=d["step"],
-        resolved_by=Resolution(*by) if by else None,
-        regression_of=d["regression_of"],
-        seq=d["seq"],
-        facts=d["facts"],
-    )
-
-
-def run_json(run: Run) -> dict[str, Any]:
-    text, start = run.text, 0
-    if len(text) > CONTEXT_TEXT:
-        cut = text.find("\n", len(text) - CONTEXT_TEXT)
-        start = cut + 1 if cut >= 0 else len(text) - CONTEXT_TEXT
-    return {
-        "key": run.key,
-        "step": run.step,
-        "host": run.host,
-        "command": run.command,
-        "text": text[start:],
-        "segments": _segments_from(run, start),
-        "exit_code": run.exit_code,
-        "status": run.status,
-        "event": run.event,
-        "env": run.env,
-        "before": run.before,
-        "after": run.after,
-        "probes": run.probes,
-        "probe_events": run.probe_events,
-        "expectations": len(run.expectations),
-        "imported": run.imported,
-        "interactive": run.interactive,
-        "reason": run.reason,
-        "signal": run.signal,
-        "rollback": run.rollback,
-        "snapshotted": list(run.snapshotted),
-        "unread": run.unread,
-    }
-
-
-def _segments_from(run: Run, start: int) -> list[list[Any]]:
-    """The run's output segments for its text from ``start`` on: positions moved, and the
-    segment cut in two numbered from its first kept line, so evidence keeps its lines."""
-    out: list[list[Any]] = []
-    if not run.segments:
-        return out
-    bounds = [s.start for s in run.segments[1:]] + [len(run.text)]
-    for seg, end in zip(run.segments, bounds, strict=True):
-        if start and end <= start:
-            continue
-        if seg.start >= start:
-            out.append([seg.start - start, seg.stream, seg.event, seg.first_line])
-        else:
-            lines = run.text.count("\n", seg.start, start)
-            out.append([0, seg.stream, seg.event, seg.first_line + lines])
-    return out
-
-
-def run_of(d: dict[str, Any]) -> Run:
-    before, after = d["before"], d["after"]
-    return Run(
-        key=d["key"],
-        step=d["step"],
-        host=d["host"],
-        command=d["command"],
-        text=d["text"],
-        segments=[Segment(*s) for s in d.get("segments", [])],
-        exit_code=d["exit_code"],
-        status=d["status"],
-        event=d["event"],
-        env=d["env"],
-        diff=diff_packages(before, after) if before is not None and after is not None else None,
-        before=before,
-        after=after,
-        probes=d["probes"],
-        probe_events=d["probe_events"],
-        expectations=[None] * d["expectations"],
-        imported=d["imported"],
-        reason=d["reason"],
-        signal=d["signal"],
-        rollback=d.get("rollback"),
-        interactive=d.get("interactive", False),
-        snapshotted=tuple(d.get("snapshotted", ())),
-        unread=d.get("unread", []),
-    )
-
-
-def figure_json(f: Figure) -> dict[str, Any]:
-    return {
-        "name": f.name,
-        "value": f.value,
-        "unit": f.unit,
-        "labels": f.labels,
-        "event": f.event,
-        "host": f.host,
-        "run": f.run,
-        "evidence": _evidence_json(f.evidence) if f.evidence else None,
-    }
-
-
-def _evidence_json(e: Evidence) -> list[Any]:
-    return [e.text, e.line, e.event, e.run, e.stream]
-
-
-# -- the state -------------------------------------------------------------------------------
-
-
-@dataclass
-class HostContext:
-    """What judging the next run of a host needs from its past."""
-
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    probed: dict[str, Any] | None = None
-    #: series -> its last figures (of different runs, newest last)
-    figures: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    #: pitfall ids with open findings here (each id's in a row of its own: see _open_key)
-    open: list[str] = field(default_factory=list)
-    resolved: dict[str, str] = field(default_factory=dict)  # pitfall id -> finding key
-
-    @classmethod
-    def of(cls, d: dict[str, Any] | None) -> HostContext:
-        return cls(**d) if d else cls()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "runs": self.runs,
-            "probed": self.probed,
-            "figures": self.figures,
-            "open": self.open,
-            "resolved": self.resolved,
-        }
-
-
-def _host_key(host: str | None) -> str:
-    return f"host:{host or ''}"
-
-
-def _open_key(host: str | None, id: str) -> str:
-    """The row listing the open findings of one pitfall on one host: [run row, key] pairs."""
-    return f"open:{host or ''}:{id}"
-
-
-def _tally_key(id: str, severity: str, resolved: bool) -> str:
-    return f"{id}\t{severity}\t{'resolved' if resolved else 'open'}"
-
-
-def _run_key(found: Finding) -> str:
-    return f"run:{found.run}" if found.run else f"run:~{found.seq}"
-
-
-def _order(found: Finding) -> tuple[float, int, int, str]:
-    """Where a finding is listed: as :func:`journal.pitfalls.judge` orders them."""
-    if found.run and "run_event" in found.facts:
-        at: tuple[float, int] = (found.facts["run_event"] or 0, 0)
-    elif found.seq is not None:
-        at = (found.seq, -1)
-    else:
-        at = (float("inf"), 0)
-    return (*at, -SEVERITIES.index(found.severity), found.id)
+    """A digest of the code that judges: the detectors, what they read, parsers."""
+    return Ledger.version()
 
 
 @dataclass
@@ -288,45 +74,58 @@ class Folded:
     running: list[Finding] = field(default_factory=list)
 
 
-class Ledger:
+class Ledger(StoredProjection):
     """The findings projection of one journal."""
 
+    name = PROJECTION
+    sources = (
+        "pitfalls",
+        "reading",
+        "projections",
+        "projections/drift",
+        "benchmarks/parsers",
+        "versions.py",
+        "transcript.py",
+        "output.py",
+        "runs.py",
+        "mapper.py",
+    )
+
     def __init__(self, store: EventStore, journal: str, alive: Alive | None = None) -> None:
+        super().__init__(ProjectionCache(store.engine), journal)
         self.store = store
-        self.journal = journal
         self.alive = alive or store.liveness()  # the recorders' heartbeats
-        self.cache = ProjectionCache(store.engine)
 
     # -- reading -------------------------------------------------------------------------------
 
     def findings(self) -> list[Finding]:
         """Every finding of the journal with its lifecycle and acknowledgements, in order."""
         folded = self.advance()
-        rows = self.cache.rows(self.journal, PROJECTION)
+        rows = self.rows()
         found = [
             finding_of(d) for key, body in rows.items() if key.startswith("run:") for d in body
         ]
         found += folded.running
-        found.sort(key=_order)
-        return with_acks(found, _acks(rows.get("acks")))
+        found.sort(key=order)
+        return with_acks(found, book_of(rows.get("acks")))
 
     def findings_of(self, runs: Iterable[str]) -> list[Finding]:
         """The findings about these step runs, with their lifecycle and acknowledgements."""
         folded = self.advance()
         keys = [f"run:{run}" for run in runs]
-        rows = self.cache.rows(self.journal, PROJECTION, [*keys, "acks"])
+        rows = self.rows([*keys, "acks"])
         found = [finding_of(d) for key in keys for d in rows.get(key, [])]
         wanted = set(runs)
         found += [f for f in folded.running if f.run in wanted]
-        found.sort(key=_order)
-        return with_acks(found, _acks(rows.get("acks")))
+        found.sort(key=order)
+        return with_acks(found, book_of(rows.get("acks")))
 
     def tally(self) -> Tally:
         """How many findings are open (by severity), acknowledged and resolved, from the
         tally row: what it reads follows the acknowledgements, not the journal's length."""
         folded = self.advance()
-        rows = self.cache.rows(self.journal, PROJECTION, [TALLY, "acks"])
-        acks = _acks(rows.get("acks"))
+        rows = self.rows([TALLY, "acks"])
+        acks = book_of(rows.get("acks"))
         open_by = {severity: 0 for severity in reversed(SEVERITIES)}
         resolved = 0
         for key, n in (rows.get(TALLY) or {}).items():
@@ -351,8 +150,8 @@ class Ledger:
         """The open findings of one severity, in order: read from the rows of the pitfalls
         the tally shows open at that severity, not from every finding."""
         folded = self.advance()
-        rows = self.cache.rows(self.journal, PROJECTION, [TALLY, "acks"])
-        acks = _acks(rows.get("acks"))
+        rows = self.rows([TALLY, "acks"])
+        acks = book_of(rows.get("acks"))
         ids = {
             key.split("\t")[0]
             for key, n in (rows.get(TALLY) or {}).items()
@@ -364,7 +163,7 @@ class Ledger:
         found += [
             f for f in with_acks(folded.running, acks) if f.severity == severity and f.is_open
         ]
-        found.sort(key=_order)
+        found.sort(key=order)
         return found
 
     def _unresolved(
@@ -385,20 +184,14 @@ class Ledger:
                     ids.add(target)
         wanted = set(ids)
         if wanted:
-            lists = self.cache.rows(
-                self.journal,
-                PROJECTION,
-                [
-                    key
-                    for key in self.cache.keys(self.journal, PROJECTION, "open:")
-                    if key.rsplit(":", 1)[1] in wanted
-                ],
+            lists = self.rows(
+                key for key in self.keys("open:") if key.rsplit(":", 1)[1] in wanted
             )
             for pairs in lists.values():
                 for row, key in pairs:
                     refs.setdefault(row, set()).add(key)
         out: dict[str, Finding] = {}
-        for row, body in self.cache.rows(self.journal, PROJECTION, refs).items():
+        for row, body in self.rows(refs).items():
             for d in body:
                 one = finding_of(d)
                 if one.key in refs[row] and one.resolved_by is None:
@@ -410,25 +203,23 @@ class Ledger:
     def has(self, id: str) -> bool:
         """Whether the journal has a finding of pitfall ``id`` (none is loaded to tell)."""
         self.advance()
-        return self.cache.holds(self.journal, PROJECTION, "run:", '"id":' + json.dumps(id))
+        return self.holds("run:", '"id":' + json.dumps(id))
 
     # -- folding -------------------------------------------------------------------------------
 
     def advance(self) -> Folded:
         """Bring the stored state up to the journal's newest event; what was judged."""
-        for _ in range(8):
-            head = self.cache.head(self.journal, PROJECTION)
-            folded = self._fold(head)
-            if folded is not None:
-                return folded
-        raise RuntimeError(f"the findings of {self.journal} kept changing while being folded")
+        folded = self.retried(self._fold)
+        if folded is None:
+            raise RuntimeError(f"the findings of {self.journal} kept changing while being folded")
+        return folded
 
-    def _fold(self, head: Head | None) -> Folded | None:
-        fresh = head is None or head.version != version()
+    def _fold(self, head: Head | None) -> Folded:
+        fresh = not self.usable(head)
         start = 0 if fresh or head is None else head.seq
         state = _State(self, fresh)
         folded = Folded(start)
-        # each batch keeps the head and tail of a long output only (journal.pitfalls.window)
+        # each batch keeps the head and tail of a long output only (journal.reading.window)
         batch = Window()
         for rec in self.store.read(self.journal, after=start):
             batch.add(rec)
@@ -438,22 +229,9 @@ class Ledger:
         state.fold(batch.records, folded, final=True)
         if not state.changed and not fresh:
             return folded
-        saved = self.cache.save(
-            self.journal,
-            PROJECTION,
-            Head(version(), folded.seq),
-            state.changed,
-            since=head,
-            replace=fresh,
-        )
-        return folded if saved else None
-
-
-def _acks(rows: dict[str, Any] | None) -> AckBook:
-    book = AckBook()
-    for target, (note, by, at, event) in (rows or {}).items():
-        book.acknowledged(target, note, by, at, event)
-    return book
+        if not self.save(folded.seq, state.changed, since=head, anew=fresh):
+            raise Moved
+        return folded
 
 
 class _State:
@@ -479,8 +257,7 @@ class _State:
         self.loaded.update(wanted)
         if self.fresh:
             return
-        got = self.ledger.cache.rows(self.ledger.journal, PROJECTION, wanted)
-        self.rows.update(got)
+        self.rows.update(self.ledger.rows(wanted))
 
     def put(self, key: str, value: Any) -> None:
         if key.startswith("run:"):
@@ -498,7 +275,7 @@ class _State:
         if self.tally is None:
             self.tally = dict(self.row(TALLY) or {})
         for d in body:
-            key = _tally_key(d["id"], d["severity"], d["resolved_by"] is not None)
+            key = tally_key(d["id"], d["severity"], d["resolved_by"] is not None)
             self.tally[key] = self.tally.get(key, 0) + sign
 
     def _settle(self) -> None:
@@ -527,19 +304,15 @@ class _State:
         if not records:
             return
         subject, _ = from_journal(ledger.journal, records, ledger.alive)
-        running = {run.key for run in subject.runs if run.status in ("running", "unfinished")}
+        running = {run.key for run in subject.runs if run.status in (RUNNING, UNFINISHED)}
         if not final:
-            running |= {
-                run.key
-                for run in subject.runs
-                if run.status in ("interrupted", "lost", "not started")
-            }
+            running |= {run.key for run in subject.runs if run.status in CUT_OFF}
         new = {run.key for run in subject.runs}
         hosts = {run.host for run in subject.runs} | {
             f.host for f in subject.metrics if isinstance(f, Figure) and f.host
         }
-        self.need(_host_key(h) for h in hosts)
-        contexts = {h: HostContext.of(self.row(_host_key(h))) for h in hosts}
+        self.need(host_key(h) for h in hosts)
+        contexts = {h: HostContext.of(self.row(host_key(h))) for h in hosts}
         context_runs, carriers = self._context(contexts, new)
         self.need(f"run:{r.key}" for r in context_runs)
         whole = Subject(
@@ -576,9 +349,9 @@ class _State:
         judged = follow_from(life, done_runs, trusted, [*fresh, *kept])
         rows: dict[str, list[Finding]] = {f"run:{run}": [] for run in new - running}
         for f in judged:
-            rows.setdefault(_run_key(f), []).append(f)
+            rows.setdefault(run_key(f), []).append(f)
         for f in life.done.values():
-            rows.setdefault(_run_key(f), [])
+            rows.setdefault(run_key(f), [])
         self._revise(revised, rows)
         for key, found in rows.items():
             self._save_run(key, found, life, anew=key[4:] in new)
@@ -590,51 +363,25 @@ class _State:
         self._settle()
 
     def _acks(self, records: list[Recorded]) -> None:
-        acks = [
-            r for r in records if isinstance(r.event, PitfallAcknowledged | PitfallUnacknowledged)
-        ]
+        """Fold the acknowledgements among ``records`` into the stored book."""
+        acks = [rec for rec in records if rec.event.type in ACK_TYPES]
         if not acks:
             return
-        book = dict(self.row("acks") or {})
+        book = book_of(self.row("acks"))
         for rec in acks:
-            if isinstance(rec.event, PitfallAcknowledged):
-                book[rec.event.finding] = [rec.event.note, rec.event.author, rec.ts, rec.seq]
-            else:
-                book.pop(rec.event.finding, None)
-        self.put("acks", book)
+            fold_ack(book, rec)
+        self.put("acks", book_json(book))
 
     def _context(
         self, contexts: dict[str, HostContext], judged: set[str]
-    ) -> tuple[list[Run], list[Any]]:
+    ) -> tuple[list[Run], list[Carrier]]:
         """The stored past of these hosts as runs to judge beside the new ones (a run judged
         again is left out: its new self is among those), and the figures before them."""
         runs: list[Run] = []
         carriers = []
         for host, context in contexts.items():
-            keep = [r for r in context.runs if r["key"] not in judged]
-            if context.probed and context.probed["key"] in judged:
-                context.probed = None
-            if context.probed and all(r["key"] != context.probed["key"] for r in keep):
-                keep.insert(0, context.probed)
-            mine = [run_of(r) for r in keep]
-            first = min((r.event or 0 for r in mine), default=1)
-            # A kept run's figures stay its own (as if recorded with it): read again from its
-            # output they could carry other labels than those the series were kept under.
-            kept = {r.key for r in mine}
-            # Per series the figures of the newest run not judged again now (a run judged
-            # again brings its own figures back with it): its repeated samples, or one figure.
-            stored = [
-                f
-                for mine_ in (
-                    [f for f in series if f.get("run") not in judged]
-                    for series in context.figures.values()
-                )
-                if mine_
-                for f in _last_run(mine_)
-            ]
-            carrier = _Carrier(host, first - 1, [f for f in stored if f.get("run") not in kept])
-            carrier.figures_ += [_figure(f, f["run"]) for f in stored if f.get("run") in kept]
-            if carrier.figures_:
+            mine, carrier = context.past(host, judged)
+            if carrier is not None:
                 carriers.append(carrier)
             runs += mine
         runs.sort(key=lambda r: r.event or 0)
@@ -643,7 +390,7 @@ class _State:
     def _life(self, contexts: dict[str, HostContext], judged: set[str]) -> Lifecycle:
         """The lifecycle as stored for these hosts, its open findings loaded only for a
         pitfall that a new fact could resolve."""
-        life = Lifecycle(stored=_OpenRows(self, contexts, {f"run:{run}" for run in judged}))
+        life = Lifecycle(stored=OpenRows(self, contexts, {f"run:{run}" for run in judged}))
         for host, context in contexts.items():
             for id, key in context.resolved.items():
                 life.resolved[(id, host)] = key
@@ -652,7 +399,7 @@ class _State:
     def _revise(self, revised: list[Finding], rows: dict[str, list[Finding]]) -> None:
         """Findings about context runs that a detector looking ahead made or reworded."""
         for f in revised:
-            key = _run_key(f)
+            key = run_key(f)
             have = rows.get(key) or [finding_of(d) for d in self.row(key) or []]
             same = [g for g in have if g.key == f.key]
             if same:
@@ -673,13 +420,13 @@ class _State:
         stored = {} if anew else {finding_of(d).key: d for d in self.row(key) or []}
         out = {f.key: finding_json(f) for f in found}
         for f in life.done.values():
-            if _run_key(f) == key:
+            if run_key(f) == key:
                 out[f.key] = finding_json(f)
         merged = {**stored, **out}
         if not merged:
             self.put(key, None)  # no row for a run without findings
             return
-        self.put(key, sorted(merged.values(), key=lambda d: _order(finding_of(d))))
+        self.put(key, sorted(merged.values(), key=lambda d: order(finding_of(d))))
 
     def _contexts(
         self,
@@ -688,41 +435,22 @@ class _State:
         trusted: list[Figure],
         life: Lifecycle,
     ) -> None:
+        again = {r.key for r in runs}
         for host, context in contexts.items():
-            mine = [r for r in runs if r.host == host]
-            if mine:
-                again = {r.key for r in mine}
-                earlier = [r for r in context.runs if r["key"] not in again]
-                context.runs = [*earlier, *(run_json(r) for r in mine)][-CONTEXT_RUNS:]
-                context.runs.sort(key=lambda r: r["event"] or 0)
-                probed = [r for r in mine if "torch-env" in r.probes]
-                if probed:
-                    context.probed = run_json(replace(probed[-1], text=""))
-            again = {r.key for r in runs}
-            for series in context.figures.values():
-                series[:] = [f for f in series if f.get("run") not in again]
-            for f in trusted:
-                if f.host == host:
-                    series = context.figures.setdefault(json.dumps(plain(figure_key(f))), [])
-                    stored = figure_json(f)
-                    if any(_same(g, stored) for g in series):
-                        continue  # one stored before, given back as context
-                    series.append(stored)
-                    _trim(series)
-            for key in [k for k, series in context.figures.items() if not series]:
-                del context.figures[key]
+            context.remember([r for r in runs if r.host == host])
+            context.keep_figures(again, [f for f in trusted if f.host == host])
             ids = []
             for id in life.ids(host):
                 new = life.open.get(host, {}).get(id, [])
                 if (host, id) in life.loaded:
-                    refs = [[_run_key(f), f.key] for f in new]
-                    self.put(_open_key(host, id), refs or None)
+                    refs = [[run_key(f), f.key] for f in new]
+                    self.put(open_key(host, id), refs or None)
                 elif new:
                     refs = [
-                        *(self.row(_open_key(host, id)) or []),
-                        *([_run_key(f), f.key] for f in new),
+                        *(self.row(open_key(host, id)) or []),
+                        *([run_key(f), f.key] for f in new),
                     ]
-                    self.put(_open_key(host, id), refs)
+                    self.put(open_key(host, id), refs)
                 else:
                     refs = [None]  # stored, untouched
                 if refs:
@@ -731,84 +459,7 @@ class _State:
             for (id, where), key in life.resolved.items():
                 if where == host:
                     context.resolved[id] = key
-            self.put(_host_key(host), context.to_json())
-
-
-class _OpenRows(Stored):
-    """The open findings of earlier folds, as the ledger stores them."""
-
-    def __init__(self, state: _State, contexts: dict[str, HostContext], again: set[str]) -> None:
-        self.state, self.contexts, self.again = state, contexts, again
-
-    def ids(self, host: str | None) -> list[str]:
-        context = self.contexts.get(host) if host is not None else None
-        return list(context.open) if context else []
-
-    def load(self, host: str | None, id: str) -> list[Finding]:
-        refs = [r for r in self.state.row(_open_key(host, id)) or [] if r[0] not in self.again]
-        self.state.need(ref for ref, _ in refs)
-        found = []
-        for ref, key in refs:
-            for d in self.state.row(ref) or []:
-                one = finding_of(d)
-                if one.key == key and one.resolved_by is None:
-                    found.append(one)
-        return found
-
-
-def _last_run(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The figures of a series' newest run (one figure when it was recorded outside a run)."""
-    last = series[-1].get("run")
-    if last is None:
-        return series[-1:]
-    return [f for f in series if f.get("run") == last]
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two stored figures are one (a context figure carries another run key)."""
-    return a["event"] is not None and all(a[k] == b[k] for k in ("event", "value", "evidence"))
-
-
-def _trim(series: list[dict[str, Any]]) -> None:
-    """Keep the figures of a series' newest FIGURES_KEPT runs, the last SAMPLES_KEPT of each
-    (a figure recorded outside a run counts as a run of its own)."""
-    count: dict[Any, int] = {}
-    kept: list[dict[str, Any]] = []
-    for index in range(len(series) - 1, -1, -1):
-        run = series[index].get("run")
-        run = ("no run", index) if run is None else run
-        if run not in count:
-            if len(count) == FIGURES_KEPT:
-                break
-            count[run] = 0
-        if count[run] < SAMPLES_KEPT:
-            count[run] += 1
-            kept.append(series[index])
-    series[:] = kept[::-1]
-
-
-class _Carrier(Run):
-    """A stand-in run holding a host's last figures, so detectors compare new ones with them."""
-
-    def __init__(self, host: str, event: int, stored: list[dict[str, Any]]) -> None:
-        super().__init__(key=f"context:{host}", step="(earlier figures)", host=host, command="")
-        self.event = event
-        self.status = "succeeded"
-        self.figures_ = [_figure(d, self.key) for d in stored]
-
-
-def _figure(d: dict[str, Any], run: str) -> Figure:
-    seen = d.get("evidence")
-    return Figure(
-        d["name"],
-        d["value"],
-        d["unit"],
-        dict(d["labels"]),
-        run=run,
-        event=d["event"],
-        host=d["host"],
-        evidence=Evidence(*seen) if seen else None,
-    )
+            self.put(host_key(host), context.to_json())
 
 
 def _with_event(found: Finding, events: dict[str, int | None]) -> Finding:

@@ -21,7 +21,8 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "masked-exit"
 ORDER = 20

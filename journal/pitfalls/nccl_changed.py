@@ -31,8 +31,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from journal.pitfalls import _printed as printed
-from journal.pitfalls._bench import (
+from journal.benchmarks.parsers.nccl import nccl_triple
+from journal.pitfalls.base import Finding, finding
+from journal.pitfalls.resolution import plain, within
+from journal.pitfalls.rollback_incomplete import reached
+from journal.reading import printed
+from journal.reading.bench import (
     DISPLAY,
     Figure,
     figure_key,
@@ -43,10 +47,8 @@ from journal.pitfalls._bench import (
     probe_source,
     run_name,
 )
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
-from journal.pitfalls.commands import install_requests
-from journal.pitfalls.lifecycle import plain, within
-from journal.pitfalls.rollback_incomplete import reached
+from journal.reading.commands import install_requests
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "nccl-changed"
 ORDER = 70
@@ -166,7 +168,7 @@ def output_versions(
         for match, _ in grep_lines(run, BARE_TUPLE, "(", limit=limit):
             found.append((match.start(), _triple(match), match.start(1)))
     for fact in printed.facts(run):  # `2.10.0+cu128 12.8 (2, 22, 3)`, a >>> session's answer
-        triple = printed.nccl_triple(fact.value) if fact.name == "torch.nccl" else None
+        triple = nccl_triple(fact.value) if fact.name == "torch.nccl" else None
         if triple is not None:
             found.append((text.rfind("\n", 0, fact.pos) + 1, triple, fact.pos))
     out = []

@@ -17,10 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls import _runtime as rt
-from journal.pitfalls._bench import lines_with, probe_source
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls import runtime as rt
+from journal.pitfalls.base import Finding, finding
 from journal.pitfalls.nccl_changed import nccl_lines, output_versions, parse_version, probe_nccl
+from journal.reading.bench import lines_with, probe_source
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "nccl-skew"
 ORDER = 71

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls import _runtime as rt
-from journal.pitfalls.base import Finding, Run, Subject, finding
+from journal.pitfalls import runtime as rt
+from journal.pitfalls.base import Finding, finding
+from journal.reading.subject import Run, Subject
 
 ID = "no-kernel-image"
 ORDER = 32

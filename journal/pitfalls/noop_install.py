@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
-from journal.pitfalls.commands import InstallRequest, install_requests
-from journal.pitfalls.lifecycle import request_facts
+from journal.pitfalls.base import Finding, finding
+from journal.pitfalls.resolution import request_facts
+from journal.reading.commands import InstallRequest, install_requests
+from journal.reading.subject import Evidence, Run, Subject
+from journal.runs import FAILED, STOPPED
 
 ID = "noop-install"
 ORDER = 10
@@ -64,7 +66,7 @@ def _advice(req: InstallRequest, run: Run) -> str:
 
 def detect(subject: Subject) -> Iterator[Finding]:
     for run in subject.runs:
-        if run.status in ("failed", "interrupted", "timed-out") and run.exit_code != 0:
+        if run.status in (FAILED, *STOPPED) and run.exit_code != 0:
             continue
         for req in install_requests(run.command):
             if not req.packages or req.reinstall or not req.asks_for_something_new:

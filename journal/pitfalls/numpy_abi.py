@@ -28,9 +28,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls import _runtime as rt
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls import runtime as rt
+from journal.pitfalls.base import Finding, finding
 from journal.pitfalls.rollback_incomplete import reached
+from journal.reading.subject import Evidence, Run, Subject
+from journal.runs import IMPORTED, SUCCEEDED
 from journal.versions import parse_version
 
 ID = "numpy-abi"
@@ -215,7 +217,7 @@ def _imports(command: str) -> set[str]:
 def import_check(found: Finding, later: Run) -> str | None:
     """``later`` imported numpy and torch (and the module an error named) and went through
     without numpy's or torch's complaint: the stack runs on the numpy it has."""
-    if later.exit_code not in (0, None) or later.status not in ("succeeded", "imported"):
+    if later.exit_code not in (0, None) or later.status not in (SUCCEEDED, IMPORTED):
         return None
     names = _imports(later.command)
     module = found.facts.get("module")
@@ -232,7 +234,7 @@ def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     """numpy back at the major version it had before the flip (a later snapshot), a passing
     import check of numpy with torch, or (for printed messages) the step run again without
     them."""
-    from journal.pitfalls.lifecycle import rerun
+    from journal.pitfalls.resolution import rerun
 
     major = found.facts.get("major")
     if found.facts.get("kind") == "flip" and later.after is not None and major is not None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
 from journal.projections.packages import normalize
+from journal.reading.subject import Evidence, Run, Subject
 from journal.versions import parse_version
 
 ID = "rollback-incomplete"

@@ -29,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
 from journal.projections.unread import short
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "snapshot-failed"
 ORDER = 89

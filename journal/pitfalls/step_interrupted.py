@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls._bench import run_name
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
+from journal.reading.bench import run_name
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "step-interrupted"
 ORDER = 90

@@ -3,28 +3,21 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from journal.events import OutputChunk, PackagesSnapshotted
 from journal.mapper import Recorded
 from journal.output import chunk_text
-from journal.pitfalls._bench import Figure
-from journal.pitfalls.base import Evidence, Run, Segment, Subject
-from journal.pitfalls.window import Skipped
-from journal.projections.timeline import (
-    MetricView,
-    ProbeView,
-    Timeline,
-    project,
-    recorder_alive,
-    settle,
-)
+from journal.projections.folder import recorder_alive, settle
+from journal.projections.timeline import MetricView, ProbeView, Timeline, project
 from journal.projections.unread import of_probe
+from journal.reading.bench import Figure
+from journal.reading.subject import Evidence, Run, Segment, Subject
+from journal.reading.window import Skipped
+from journal.runs import Alive
 from journal.terminal import clean, clean_chunks
 from journal.transcript import parse, step_name
-
-Alive = Callable[[str, int], bool]
 
 
 def from_journal(

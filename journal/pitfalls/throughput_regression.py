@@ -27,15 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from journal.pitfalls._bench import (
-    DISPLAY,
-    Block,
-    Figure,
-    figure_key,
-    figures,
-    run_name,
-)
-from journal.pitfalls.base import Evidence, Finding, Subject, finding
+from journal.pitfalls.base import Finding, finding
 from journal.projections.metrics import headline_rank
 from journal.projections.verdict import (
     NOISE_PERCENT,
@@ -44,6 +36,15 @@ from journal.projections.verdict import (
     judge_sets,
     sets,
 )
+from journal.reading.bench import (
+    DISPLAY,
+    Block,
+    Figure,
+    figure_key,
+    figures,
+    run_name,
+)
+from journal.reading.subject import Evidence, Subject
 
 ID = "throughput-regression"
 ORDER = 80

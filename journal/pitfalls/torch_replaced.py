@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls._install import (
+from journal.pitfalls.base import Finding, finding
+from journal.reading.installs import (
     TorchInstalls,
     changes,
     grep_lines,
@@ -27,7 +28,7 @@ from journal.pitfalls._install import (
     short,
     tool,
 )
-from journal.pitfalls.base import Finding, Run, Subject, finding
+from journal.reading.subject import Run, Subject
 
 ID = "torch-replaced"
 ORDER = 13

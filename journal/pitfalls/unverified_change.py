@@ -22,17 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls._install import (
-    MAMBA_NEEDLES,
-    Change,
-    changes,
-    output_changes,
-    plan_only,
-    requests,
-    short,
-    unique,
-)
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
+from journal.reading.conda import MAMBA_NEEDLES, plan_only
+from journal.reading.installs import Change, changes, output_changes, requests, short, unique
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "unverified-change"
 ORDER = 90

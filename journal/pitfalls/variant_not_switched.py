@@ -16,17 +16,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls import _printed as printed
-from journal.pitfalls._install import conda_plan, requests_of, unique
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
-from journal.pitfalls.commands import (
+from journal.pitfalls.base import Finding, finding
+from journal.pitfalls.resolution import request_facts
+from journal.reading import printed
+from journal.reading.commands import (
     CONDAS,
     InstallRequest,
     cuda_of_variant,
     install_requests,
     same_variant,
 )
-from journal.pitfalls.lifecycle import request_facts
+from journal.reading.conda import conda_plan
+from journal.reading.installs import requests_of, unique
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "variant-not-switched"
 ORDER = 11

@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from journal.pitfalls.base import Evidence, Finding, Run, Subject, finding
+from journal.pitfalls.base import Finding, finding
+from journal.reading.subject import Evidence, Run, Subject
 
 ID = "version-guard"
 ORDER = 72
@@ -142,7 +143,7 @@ def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
     (`FLASHINFER_DISABLE_VERSION_CHECK`, `SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK`) and, where it
     has a package snapshot, flashinfer's wheels at one version in it; or any later snapshot on
     the host with them at one version, for a skew the snapshots showed."""
-    from journal.pitfalls.lifecycle import rerun
+    from journal.pitfalls.resolution import rerun
 
     if ID in ids or any(skip in later.command for skip in SKIPS) or _skew_in(later):
         return None

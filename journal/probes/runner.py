@@ -1,4 +1,5 @@
-"""Running a probe over a connected transport and reading its result.
+"""Reading a probe's result from what it printed (a host's checks run it over their transport:
+:meth:`journal.service.checks.HostChecks.probe`).
 
 A probe's result is read from its output as printed (the JSON parsed, the captures taken from
 the raw bytes), then redacted field by field (:meth:`Redactor.value`): redacting the text
@@ -9,15 +10,12 @@ output shown when there is no result is redacted as text, whole, before its tail
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from journal.probes import ProbeSpec
 from journal.redact import MASK, Redactor
-from journal.transport.base import Transport
+from journal.runs import Outcome
 from journal.userregex import RegexTimeout, find_named
 
 #: A probe printing more than this is cut: results are small JSON, not logs.
@@ -139,22 +137,11 @@ def read_outcome(
     return redactor.value(result, where), None
 
 
-def run_probe(
-    transport: Transport,
-    spec: ProbeSpec,
-    python: str,
-    env: Mapping[str, str],
-    redactor: Redactor,
-    cancel: threading.Event,
-    run_id: str,
+def probe_outcome(
+    spec: ProbeSpec, outcome: Outcome, sink: CaptureSink, redactor: Redactor, seconds: float
 ) -> ProbeOutcome:
-    """Run ``spec`` with the host's target ``python``; never raises for a failing probe."""
-    sink = CaptureSink()
-    started = time.monotonic()
-    outcome = transport.probe(
-        spec.command(python), env, None, spec.timeout, sink, cancel, run_id=f"{run_id}-probe"
-    )
-    seconds = round(time.monotonic() - started, 4)
+    """What the run of ``spec`` that ended with ``outcome``, having printed what ``sink``
+    kept, gives: its result, or why there is none (never raises for a failing probe)."""
     stdout, stderr = bytes(sink.streams["stdout"]), bytes(sink.streams["stderr"])
     if not outcome.ok:
         where = f"probe {spec.name}"

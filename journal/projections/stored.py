@@ -1,14 +1,21 @@
-"""The timeline as a persisted projection: stored item by item, folded on from where it stood.
+"""Projections kept in the projection tables and folded on from where they stood; and the
+timeline as one of them.
 
 Replaying a journal reads every event and every byte of output; a page or a `journal status`
-should read what changed since the last reader folded it. The timeline projection keeps, in
-the projection tables (a cache, :mod:`journal.store.cache`), one row per timeline item (a
-step run with its probes, expectations and figures; a note; a standalone probe or figure; an
-accepted host key), each package snapshot once under its digest, and a head row (the plan and
-hosts, counts, the latest probe and snapshot per host). :func:`current_timeline` loads it,
-folds the events after its head with :func:`journal.projections.timeline.apply` and saves the
-items those events touched. Runs not yet finished are stored unfinished and settled on read,
-with the liveness of their recorders handed in.
+should read what changed since the last reader folded it. A stored projection
+(:class:`StoredProjection`: the timeline here, the findings in :mod:`journal.pitfalls.ledger`)
+keeps, in the projection tables (a cache, :mod:`journal.store.cache`), JSON rows (its
+dataclasses through :func:`journal.mapper.to_plain`) and a head: the version of the code that
+made them (a digest of the modules it depends on: a change folds every journal again) and the
+last event folded. A reader that finds another process saved in between reads again.
+
+The timeline keeps one row per timeline item (a step run with its probes, expectations and
+figures; a note; a standalone probe or figure; an accepted host key), each package snapshot
+once under its digest, and a head row (the plan and hosts, counts, the latest probe and
+snapshot per host). :func:`current_timeline` loads it, folds the events after its head
+(:class:`journal.projections.folder.Folder`) and saves the items those events touched. Runs
+not yet finished are stored unfinished and settled on read, with the liveness of their
+recorders handed in.
 """
 
 from __future__ import annotations
@@ -17,14 +24,13 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
-from journal.events import ExpectationChecked
-from journal.mapper import Recorded
+from journal.mapper import of_plain, to_plain
+from journal.projections.folder import Folder
 from journal.projections.timeline import (
-    ExpectationView,
     HostKeyView,
     MetricView,
     NoteView,
@@ -32,14 +38,129 @@ from journal.projections.timeline import (
     StepRunView,
     Timeline,
     TimelineItem,
-    apply,
     order_key,
-    settle,
 )
+from journal.runs import UNFINISHED, Alive
 from journal.store.cache import Head, ProjectionCache
 
+#: How many times a reader reads (or folds and saves) a projection again while other
+#: processes save it in between.
+TRIES = 8
+
+_T = TypeVar("_T")
+
+
+@functools.cache
+def code_version(sources: tuple[str, ...]) -> str:
+    """A digest of the code a projection's stored state depends on: ``sources`` name modules
+    and folders of journal (``projections/timeline.py``; ``pitfalls``: its modules)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for source in sources:
+        path = root / source
+        for file in sorted(path.glob("*.py")) if path.is_dir() else [path]:
+            if file.exists():
+                name = file.relative_to(root).as_posix()
+                digest.update(name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class Moved(Exception):
+    """Another process saved the projection while this one read or folded it."""
+
+
+class StoredProjection:
+    """The stored state of one projection (``name``) of one journal: its head, its rows, and
+    saving them; ``sources`` are the code whose digest is its version."""
+
+    name: ClassVar[str]
+    sources: ClassVar[tuple[str, ...]]
+
+    def __init__(self, cache: ProjectionCache, journal: str) -> None:
+        self.cache = cache
+        self.journal = journal
+
+    @classmethod
+    def version(cls) -> str:
+        """The version of the code that folds it: a state of another is folded anew."""
+        return code_version(cls.sources)
+
+    def head(self) -> Head | None:
+        return self.cache.head(self.journal, self.name)
+
+    def usable(self, head: Head | None) -> bool:
+        """Whether ``head`` is of a state this version of the code made."""
+        return head is not None and head.version == self.version()
+
+    def rows(self, keys: Iterable[str] | None = None) -> dict[str, Any]:
+        return self.cache.rows(self.journal, self.name, keys)
+
+    def keys(self, prefix: str, suffix: str = "") -> list[str]:
+        return self.cache.keys(self.journal, self.name, prefix, suffix)
+
+    def last_keys(self, prefix: str, limit: int) -> list[str]:
+        return self.cache.last_keys(self.journal, self.name, prefix, limit)
+
+    def holds(self, prefix: str, needle: str) -> bool:
+        return self.cache.holds(self.journal, self.name, prefix, needle)
+
+    def save(
+        self, seq: int, rows: Mapping[str, Any | None], since: Head | None, anew: bool = False
+    ) -> bool:
+        """Store ``rows`` (None deletes one; ``anew``: they replace every row) with the head
+        at ``seq``; False when another process saved since ``since``."""
+        head = Head(self.version(), seq)
+        return self.cache.save(self.journal, self.name, head, rows, since=since, replace=anew)
+
+    def unmoved(self, head: Head | None) -> None:
+        """Raise :class:`Moved` when the stored head is no longer ``head``."""
+        if self.head() != head:
+            raise Moved
+
+    def retried(self, attempt: Callable[[Head | None], _T]) -> _T | None:
+        """``attempt`` given the stored head, again while it raises :class:`Moved`; None
+        after :data:`TRIES` times."""
+        for _ in range(TRIES):
+            try:
+                return attempt(self.head())
+            except Moved:
+                continue
+        return None
+
+    def read(self, reader: Callable[[Head], _T]) -> _T | None:
+        """What ``reader`` reads of the state this version of the code stored (None when
+        there is none), read again when another process saved in between."""
+
+        def once(head: Head | None) -> _T | None:
+            if head is None or head.version != self.version():
+                return None
+            value = reader(head)
+            self.unmoved(head)
+            return value
+
+        return self.retried(once)
+
+
+# -- the timeline -----------------------------------------------------------------------------
+
 PROJECTION = "timeline"
-Alive = Callable[[str, int], bool]
+
+
+class _Stored(StoredProjection):
+    name = PROJECTION
+    sources = (
+        "projections/timeline.py",
+        "projections/folder.py",
+        "projections/stored.py",
+        "projections/packages.py",
+        "mapper.py",
+    )
+
+
+def version() -> str:
+    """A digest of the code that folds the timeline: a change folds every journal again."""
+    return _Stored.version()
+
 
 _KINDS: dict[str, type] = {
     "run": StepRunView,
@@ -52,16 +173,6 @@ _KIND_OF = {cls: kind for kind, cls in _KINDS.items()}
 _JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-@functools.cache
-def version() -> str:
-    """A digest of the code that folds the timeline: a change folds every journal again."""
-    here = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for name in ("timeline.py", "stored.py", "packages.py"):
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def item_key(item: TimelineItem) -> str:
     """The item's row key, in :func:`~journal.projections.timeline.order_key` order as text
     (digits only, so that any collation orders them alike): ``i:`` and the seq, or for a run
@@ -70,25 +181,6 @@ def item_key(item: TimelineItem) -> str:
     if not when:
         return f"i:{item.seq:012d}"
     return f"i:{where:012d}{''.join(c for c in when if c.isdigit())}{item.seq:012d}"
-
-
-def _plain(view: Any, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {
-        f.name: getattr(view, f.name)
-        for f in dataclasses.fields(view)
-        if not f.name.startswith("_") and f.name not in skip
-    }
-
-
-def _probe_json(probe: ProbeView) -> dict[str, Any]:
-    out = _plain(probe, ("expectations",))
-    out["expectations"] = [_plain(e) for e in probe.expectations]
-    return out
-
-
-def _probe_of(d: dict[str, Any]) -> ProbeView:
-    checks = [ExpectationView(**e) for e in d.pop("expectations")]
-    return ProbeView(**d, expectations=checks)
 
 
 class _Snapshots:
@@ -110,38 +202,28 @@ class _Snapshots:
 
 
 def item_json(item: TimelineItem, snapshots: _Snapshots, unfinished: bool = False) -> dict:
-    kind = _KIND_OF[type(item)]
+    """An item's row (a run's snapshots by their digests; one not ended stored as recorded:
+    each reader settles it with its own liveness)."""
     if isinstance(item, StepRunView):
-        out = _plain(item, ("snapshots", "probes", "expectations", "metrics"))
+        out = to_plain(item, ("snapshots",))
         out["snapshots"] = {p: snapshots.key(s) for p, s in item.snapshots.items()}
-        out["probes"] = [_probe_json(p) for p in item.probes]
-        out["expectations"] = [_plain(e) for e in item.expectations]
-        out["metrics"] = [_plain(m) for m in item.metrics]
-        if unfinished:  # stored as recorded; settled by each reader with its own liveness
-            out["status"], out["reason"] = "unfinished", None
-    elif isinstance(item, ProbeView):
-        out = _probe_json(item)
+        if unfinished:
+            out["status"], out["reason"] = UNFINISHED, None
     else:
-        out = _plain(item)
-    out["kind"] = kind
+        out = to_plain(item)
+    out["kind"] = _KIND_OF[type(item)]
     return out
 
 
 def item_of(d: dict[str, Any], snapshots: dict[str, Any]) -> TimelineItem:
     d = dict(d)
     kind = d.pop("kind")
-    if kind == "run":
-        refs = d.pop("snapshots")
-        probes = [_probe_of(dict(p)) for p in d.pop("probes")]
-        checks = [ExpectationView(**e) for e in d.pop("expectations")]
-        metrics = [MetricView(**m) for m in d.pop("metrics")]
-        view = StepRunView(**d)
-        view.snapshots = {p: snapshots[k] for p, k in refs.items() if k in snapshots}
-        view.probes, view.expectations, view.metrics = probes, checks, metrics
-        return view
-    if kind == "probe":
-        return _probe_of(d)
-    return _KINDS[kind](**d)
+    if kind != "run":
+        return of_plain(_KINDS[kind], d)
+    refs = d.pop("snapshots")
+    view = of_plain(StepRunView, d)
+    view.snapshots = {p: snapshots[k] for p, k in refs.items() if k in snapshots}
+    return view
 
 
 # -- the runner ------------------------------------------------------------------------------
@@ -160,36 +242,27 @@ class Restored:
 def load(cache: ProjectionCache, journal: str) -> Restored | None:
     """The stored timeline of ``journal`` (unsettled), or None when there is none of this
     version; a save by another process while reading makes it read again."""
-    for _ in range(5):
-        head = cache.head(journal, PROJECTION)
-        if head is None or head.version != version():
-            return None
-        rows = cache.rows(journal, PROJECTION)
-        if cache.head(journal, PROJECTION) != head:
-            continue
-        return _restore(journal, head, rows)
-    return None
+    state = _Stored(cache, journal)
+    return state.read(lambda head: _restore(journal, head, state.rows()))
 
 
 def load_newest(cache: ProjectionCache, journal: str, newest: int) -> tuple[Restored, int] | None:
     """Only the ``newest`` items of the stored timeline (what a first page shows of a long
     journal), and how many items it holds in all; None when there is none of this version."""
-    for _ in range(5):
-        head = cache.head(journal, PROJECTION)
-        if head is None or head.version != version():
-            return None
-        top = cache.rows(journal, PROJECTION, ["head"]).get("head") or {}
-        rows = cache.rows(journal, PROJECTION, cache.last_keys(journal, PROJECTION, "i:", newest))
+    state = _Stored(cache, journal)
+
+    def read(head: Head) -> tuple[Restored, int]:
+        top = state.rows(["head"]).get("head") or {}
+        rows = state.rows(state.last_keys("i:", newest))
         refs = {k for d in rows.values() if d.get("kind") == "run" for k in d["snapshots"].values()}
         refs |= set(top.get("latest_packages", {}).values())
-        rows.update(cache.rows(journal, PROJECTION, refs))
+        rows.update(state.rows(refs))
         rows["head"] = top
-        if cache.head(journal, PROJECTION) != head:
-            continue
         restored = _restore(journal, head, rows)
         restored.unfinished &= set(restored.timeline.runs)
         return restored, int(top.get("items", len(restored.timeline.items)))
-    return None
+
+    return state.read(read)
 
 
 def _restore(journal: str, head: Head, rows: dict[str, Any]) -> Restored:
@@ -252,35 +325,7 @@ def save(
         "unfinished": sorted(unfinished),
         "items": len(timeline.items),
     }
-    return cache.save(journal, PROJECTION, Head(version(), seq), rows, since=since, replace=anew)
-
-
-def fold_on(timeline: Timeline, records: Iterable[Recorded]) -> tuple[list[TimelineItem], int]:
-    """Fold ``records`` into ``timeline`` in place; the items they made or changed, and the
-    last event folded (0 when none)."""
-    touched: dict[int, TimelineItem] = {}
-    last = first = 0
-    for rec in records:
-        first = first or rec.seq
-        event = rec.event
-        timeline.events += 1
-        timeline.last_ts = rec.ts
-        apply(event, rec, timeline)
-        last = rec.seq
-        run = timeline.runs.get(event.run_id) if event.run_id else None
-        if run is not None:
-            touched[id(run)] = run
-        elif isinstance(event, ExpectationChecked):
-            for item in reversed(timeline.items):  # the standalone probe it attached to
-                if isinstance(item, ProbeView) and item.host == event.host_name:
-                    touched[id(item)] = item
-                    break
-    # the new items are last (a run placed by its own time among earlier ones is touched above)
-    for item in reversed(timeline.items):
-        if not first or item.seq < first:
-            break
-        touched[id(item)] = item
-    return list(touched.values()), last
+    return _Stored(cache, journal).save(seq, rows, since, anew)
 
 
 def current_timeline(store: Any, journal: str, alive: Alive | None = None) -> Timeline:
@@ -290,28 +335,17 @@ def current_timeline(store: Any, journal: str, alive: Alive | None = None) -> Ti
     cache = ProjectionCache(store.engine)
     restored = load(cache, journal)
     if restored is None:  # none stored, or of older code: folded anew, replacing it
-        timeline, start, unfinished = Timeline(journal), 0, set()
+        folder = Folder(Timeline(journal))
         since, anew = cache.head(journal, PROJECTION), True
     else:
-        timeline, start = restored.timeline, restored.seq
-        since, unfinished, anew = restored.head, restored.unfinished, False
-    changed, last = fold_on(timeline, store.read(journal, after=start))
-    unfinished = {r for r, v in timeline.runs.items() if v.status == "unfinished"} | {
-        r for r in unfinished if timeline.runs.get(r) is not None and not timeline.runs[r].finished
-    }
-    if last:
-        save(cache, journal, timeline, changed, unfinished, last, since, anew=anew)
-    return _settled(store, timeline, unfinished, alive)
-
-
-def _settled(store: Any, timeline: Timeline, unfinished: set[str], alive: Alive | None) -> Timeline:
-    """``timeline`` with its runs in ``unfinished`` (those not ended) settled as running or
-    lost by ``alive`` (by default, the recorders' heartbeats in the store)."""
-    for run in unfinished:
-        view = timeline.runs.get(run)
-        if view is not None:
-            view.status, view.reason = "unfinished", None
-    return settle(timeline, alive or store.liveness())
+        folder = Folder(restored.timeline, restored.seq, restored.unfinished)
+        since, anew = restored.head, False
+    start = folder.last_seq
+    timeline = folder.fold(store.read(journal, after=start), alive or store.liveness())
+    if folder.last_seq > start:
+        unfinished = folder.unfinished
+        save(cache, journal, timeline, folder.changed, unfinished, folder.last_seq, since, anew)
+    return timeline
 
 
 def one_run(
@@ -322,28 +356,28 @@ def one_run(
     :func:`current_timeline` settles it. When the stored timeline is up to date only the run's
     row and the snapshots it names are read; else the timeline is brought up to date (for the
     next reader too) and the run taken from it."""
-    cache = ProjectionCache(store.engine)
-    for _ in range(5):
-        head = cache.head(journal, PROJECTION)
-        if head is None or head.version != version() or head.seq != store.last_seq(journal):
-            break
+    state = _Stored(ProjectionCache(store.engine), journal)
+
+    def read(head: Head) -> StepRunView | None:
+        if head.seq != store.last_seq(journal):
+            return None
         key = f"i:{seq:012d}"
-        rows = cache.rows(journal, PROJECTION, [key])
+        rows = state.rows([key])
         if key not in rows:  # an imported run placed by its own time: its key ends in its seq
-            placed = cache.keys(journal, PROJECTION, "i:", suffix=f"{seq:012d}")
-            rows = cache.rows(journal, PROJECTION, placed[:1])
+            placed = state.keys("i:", suffix=f"{seq:012d}")
+            rows = state.rows(placed[:1])
             key = placed[0] if placed else key
         found = rows.get(key)
         if found is None or found.get("kind") != "run" or found.get("run_id") != run_id:
-            break
-        snapshots = cache.rows(journal, PROJECTION, found["snapshots"].values())
-        if cache.head(journal, PROJECTION) != head:
-            continue  # another process saved in between: read again
-        view = item_of(found, snapshots)
+            return None
+        view = item_of(found, state.rows(found["snapshots"].values()))
         assert isinstance(view, StepRunView)
-        timeline = Timeline(journal)
-        timeline.runs[run_id] = view
-        timeline.items.append(view)
-        unfinished = {run_id} if view.status == "unfinished" else set()
-        return _settled(store, timeline, unfinished, alive).runs[run_id]
-    return current_timeline(store, journal, alive).runs[run_id]
+        return view
+
+    view = state.read(read)
+    if view is None:
+        return current_timeline(store, journal, alive).runs[run_id]
+    unfinished = {run_id} if view.status == UNFINISHED else set()
+    timeline = Timeline(journal, items=[view], runs={run_id: view})
+    Folder(timeline, unfinished=unfinished).fold((), alive or store.liveness())
+    return view

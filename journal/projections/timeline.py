@@ -1,10 +1,15 @@
-"""The timeline: step runs and notes of one journal in the order they happened."""
+"""The timeline: step runs and notes of one journal in the order they happened.
+
+:func:`apply` is the one fold step (every reader of the timeline folds with it, all at once by
+:func:`project` or on from where a timeline stood by :class:`journal.projections.folder.Folder`)
+and says which item it made or changed; :func:`target` says, before, which existing item an
+event changes (what a reader sharing items copies first)."""
 
 from __future__ import annotations
 
 import base64
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import singledispatch
@@ -25,9 +30,9 @@ from journal.events import (
     StepReattached,
     StepStarted,
 )
-from journal.liveness import in_process_table
 from journal.mapper import Recorded
 from journal.projections.packages import PackageDiff, diff_packages
+from journal.runs import UNFINISHED
 
 
 @dataclass
@@ -109,7 +114,7 @@ class StepRunView:
     #: an imported run its transcript dates: the item (seq; 0: none) it is placed after, the
     #: last one of the record at or before its own time (None: placed where it was recorded)
     place: int | None = None
-    status: str = "unfinished"
+    status: str = UNFINISHED
     exit_code: int | None = None
     duration: float | None = None
     finished: str | None = None
@@ -201,18 +206,46 @@ class Timeline:
         return [item for item in self.items if isinstance(item, StepRunView)]
 
 
+def apply(event: Event, rec: Recorded, state: Timeline) -> TimelineItem | None:
+    """The one fold step: ``event`` (recorded as ``rec``) folded into ``state``; the item it
+    made or changed (None when it changed no item, only the timeline's own fields: its plan,
+    the latest snapshot of a host), so that an incremental reader knows what to store or
+    show again without comparing."""
+    state.events += 1
+    state.last_ts = rec.ts
+    return _step(event, rec, state, target(event, state))
+
+
+def target(event: Event, state: Timeline) -> TimelineItem | None:
+    """The item already on the timeline that folding ``event`` changes: its run's view, or,
+    for an expectation checked without a known run, the standalone probe it attaches to (the
+    latest on its host); None when it changes none. A reader that shares items with another
+    timeline copies this one before :func:`apply` (see :mod:`journal.projections.folder`)."""
+    run = event.run_id
+    if run is not None and not isinstance(event, StepStarted):
+        view = state.runs.get(run)
+        if view is not None:
+            return view
+    if isinstance(event, ExpectationChecked):
+        for item in reversed(state.items):
+            if isinstance(item, ProbeView) and item.host == event.host_name:
+                return item
+    return None
+
+
 @singledispatch
-def apply(event: Event, rec: Recorded, state: Timeline) -> None:
+def _step(event: Event, rec: Recorded, state: Timeline, item: Any) -> TimelineItem | None:
     """Events the timeline does not show change nothing."""
+    return None
 
 
-@apply.register
-def _(event: JournalOpened, rec: Recorded, state: Timeline) -> None:
+@_step.register
+def _(event: JournalOpened, rec: Recorded, state: Timeline, item: Any) -> None:
     state.plan, state.hosts = list(event.plan), dict(event.hosts)
 
 
-@apply.register
-def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
+@_step.register
+def _(event: StepStarted, rec: Recorded, state: Timeline, item: Any) -> StepRunView:
     view = StepRunView(
         run_id=event.run,
         step=event.step,
@@ -239,13 +272,13 @@ def _(event: StepStarted, rec: Recorded, state: Timeline) -> None:
         place(state.items, view)
     else:
         state.items.append(view)
+    return view
 
 
-@apply.register
-def _(event: OutputChunk, rec: Recorded, state: Timeline) -> None:
-    view = state.runs.get(event.run)
+@_step.register
+def _(event: OutputChunk, rec: Recorded, state: Timeline, view: Any) -> StepRunView | None:
     if view is None:
-        return
+        return None
     view.chunks += 1
     view.bytes[event.stream] = view.bytes.get(event.stream, 0) + event.size
     if event.encoding == "base64":
@@ -253,55 +286,56 @@ def _(event: OutputChunk, rec: Recorded, state: Timeline) -> None:
     else:
         newlines = event.data.count("\n")
     view.lines[event.stream] = view.lines.get(event.stream, 0) + newlines
+    return view
 
 
-@apply.register
-def _(event: CommandLaunched, rec: Recorded, state: Timeline) -> None:
-    view = state.runs.get(event.run)
+@_step.register
+def _(event: CommandLaunched, rec: Recorded, state: Timeline, view: Any) -> StepRunView | None:
     if view is not None:
         view.launched = True
+    return view
 
 
-@apply.register
-def _(event: StepReattached, rec: Recorded, state: Timeline) -> None:
-    view = state.runs.get(event.run)
+@_step.register
+def _(event: StepReattached, rec: Recorded, state: Timeline, view: Any) -> StepRunView | None:
     if view is None or view.finished:
-        return
+        return None
     # the process that took over is the run's recorder now: alive while it records
     view.pid, view.machine = event.pid, event.machine
-    view.status, view.reason = "unfinished", None
+    view.status, view.reason = UNFINISHED, None
+    return view
 
 
-@apply.register
-def _(event: StepFinished, rec: Recorded, state: Timeline) -> None:
-    view = state.runs.get(event.run)
+@_step.register
+def _(event: StepFinished, rec: Recorded, state: Timeline, view: Any) -> StepRunView | None:
     if view is None:
-        return
+        return None
     view.status, view.exit_code, view.duration = event.status, event.exit_code, event.duration
     view.finished, view.signal, view.reason = rec.ts, event.signal, event.reason
     if view.place is not None:  # its own time: it ended its duration after it started
         view.finished = _later(view.started, event.duration or 0.0)
+    return view
 
 
-@apply.register
-def _(event: NoteAdded, rec: Recorded, state: Timeline) -> None:
-    state.items.append(
-        NoteView(rec.seq, rec.ts, event.text, list(event.tags), event.author, event.host_name)
-    )
+@_step.register
+def _(event: NoteAdded, rec: Recorded, state: Timeline, item: Any) -> NoteView:
+    note = NoteView(rec.seq, rec.ts, event.text, list(event.tags), event.author, event.host_name)
+    state.items.append(note)
+    return note
 
 
-@apply.register
-def _(event: PackagesSnapshotted, rec: Recorded, state: Timeline) -> None:
+@_step.register
+def _(event: PackagesSnapshotted, rec: Recorded, state: Timeline, view: Any) -> Any:
     state.latest_packages[event.host_name] = event.packages
     state.latest_packages_seq[event.host_name] = rec.seq
-    view = state.runs.get(event.run) if event.run else None
     if view is not None and event.phase in ("before", "after"):
         view.snapshots[event.phase] = event.packages
+        return view
+    return None
 
 
-@apply.register
-def _(event: ProbeRecorded, rec: Recorded, state: Timeline) -> None:
-    view = state.runs.get(event.run) if event.run else None
+@_step.register
+def _(event: ProbeRecorded, rec: Recorded, state: Timeline, view: Any) -> TimelineItem:
     probe = ProbeView(
         rec.seq,
         rec.ts,
@@ -317,8 +351,9 @@ def _(event: ProbeRecorded, rec: Recorded, state: Timeline) -> None:
         state.latest_probes.setdefault(event.host_name, {})[event.probe] = probe
     if view is not None:
         view.probes.append(probe)
-    else:
-        state.items.append(probe)
+        return view
+    state.items.append(probe)
+    return probe
 
 
 def _phase(event: ProbeRecorded, view: StepRunView | None) -> str | None:
@@ -336,8 +371,8 @@ def _phase(event: ProbeRecorded, view: StepRunView | None) -> str | None:
     return None
 
 
-@apply.register
-def _(event: ExpectationChecked, rec: Recorded, state: Timeline) -> None:
+@_step.register
+def _(event: ExpectationChecked, rec: Recorded, state: Timeline, item: Any) -> Any:
     check = ExpectationView(
         rec.seq,
         event.host_name,
@@ -349,18 +384,13 @@ def _(event: ExpectationChecked, rec: Recorded, state: Timeline) -> None:
         event.probe,
         event.run,
     )
-    view = state.runs.get(event.run) if event.run else None
-    if view is not None:
-        view.expectations.append(check)
-    else:
-        for item in reversed(state.items):  # a standalone probe's own expectations
-            if isinstance(item, ProbeView) and item.host == event.host_name:
-                item.expectations.append(check)
-                break
+    if item is not None:  # its run's, or the standalone probe's it attaches to
+        item.expectations.append(check)
+    return item
 
 
-@apply.register
-def _(event: MetricRecorded, rec: Recorded, state: Timeline) -> None:
+@_step.register
+def _(event: MetricRecorded, rec: Recorded, state: Timeline, view: Any) -> TimelineItem:
     metric = MetricView(
         rec.seq,
         rec.ts,
@@ -378,20 +408,20 @@ def _(event: MetricRecorded, rec: Recorded, state: Timeline) -> None:
         event.author,
     )
     state.metrics.append(metric)
-    view = state.runs.get(event.run) if event.run else None
     if view is not None:
         view.metrics.append(metric)
-    else:
-        state.items.append(metric)
+        return view
+    state.items.append(metric)
+    return metric
 
 
-@apply.register
-def _(event: HostKeyAccepted, rec: Recorded, state: Timeline) -> None:
-    state.items.append(
-        HostKeyView(
-            rec.seq, rec.ts, event.host_name, event.target, event.key_type, event.fingerprint
-        )
+@_step.register
+def _(event: HostKeyAccepted, rec: Recorded, state: Timeline, item: Any) -> HostKeyView:
+    key = HostKeyView(
+        rec.seq, rec.ts, event.host_name, event.target, event.key_type, event.fingerprint
     )
+    state.items.append(key)
+    return key
 
 
 def order_key(item: TimelineItem) -> tuple[int, str, int]:
@@ -432,51 +462,9 @@ def _later(ts: str, seconds: float) -> str:
 
 
 def project(journal: str, records: Iterable[Recorded]) -> Timeline:
-    """Fold a journal's events into its timeline."""
+    """Fold a journal's events into its timeline, all at once."""
     state = Timeline(journal)
     for rec in records:
-        state.events += 1
-        state.last_ts = rec.ts
         apply(rec.event, rec, state)
     return state
 
-
-#: Whether the process that recorded a step is still running, on this machine (the fallback
-#: for a run without a lease; :meth:`journal.store.EventStore.liveness` asks the heartbeats).
-recorder_alive = in_process_table
-
-
-#: Why a run is lost: its recorder went away before the run ended.
-LOST = (
-    "its recorder stopped before the step ended (killed, or its machine went down): the "
-    "command may still be running on the host, or may have ended; how is unknown"
-)
-
-
-#: Why a run is not started: its recorder went away before it handed the command to the host.
-NOT_STARTED = (
-    "its recorder stopped before it launched the command (killed, or its machine went "
-    "down, while it connected or took the before-snapshot): nothing of it ran on the host; "
-    "run the step again"
-)
-
-
-def settled_status(view: StepRunView, alive: Callable[[str, int], bool]) -> str:
-    """What an unfinished run is now: ``running`` while its recorder lives; else ``not
-    started`` when its recorder marks launches and had not launched it, or ``lost``."""
-    if alive(view.machine, view.pid):
-        return "running"
-    return "not started" if view.launch_marked and not view.launched else "lost"
-
-
-def settle(timeline: Timeline, alive: Callable[[str, int], bool] = recorder_alive) -> Timeline:
-    """Mark unfinished runs as running while their recorder lives (its heartbeat is fresh),
-    else not started (never launched) or lost: never interrupted by guess."""
-    for view in timeline.runs.values():
-        if view.status == "unfinished":
-            view.status = settled_status(view, alive)
-            if view.status == "lost":
-                view.reason = LOST
-            elif view.status == "not started":
-                view.reason = NOT_STARTED
-    return timeline

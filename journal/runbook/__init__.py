@@ -1,6 +1,9 @@
 """The runbook (``runbook.toml``): the hosts and their groups, the ordered steps of the plan,
-what to redact; its probes and benchmarks tables are read by :mod:`journal.runbook.probes` and
-:mod:`journal.runbook.benchmarks`. This package is the runbook's schema, all of it.
+what to redact. This package is the runbook's schema, all of it: this module reads the file
+and its ``[journal]`` table into a :class:`Runbook`; each other table is read by a module of
+its own: :mod:`journal.runbook.hosts` (``[hosts]``, ``[groups]``),
+:mod:`journal.runbook.steps` (``[[steps]]``), :mod:`journal.runbook.probes`,
+:mod:`journal.runbook.benchmarks` and :mod:`journal.runbook.notify`.
 
 Every error names the file, the line where one can be found, and the key path, and is raised
 as :class:`BadInput` (exit status 2). A runbook file is at most :data:`MAX_RUNBOOK_BYTES`.
@@ -11,7 +14,6 @@ from __future__ import annotations
 import gc
 import re
 import tomllib
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,13 +27,14 @@ from journal.runbook.checker import (
     NAME_LENGTH,
     NAME_RULE,
     _Checker,
-    _kind,
     shown,
     suggest,
     usable_name,
 )
+from journal.runbook.hosts import Host, expand, group_specs, host_specs
 from journal.runbook.notify import NotifySpec, notify_specs
 from journal.runbook.probes import probe_specs
+from journal.runbook.steps import Step, expect_specs, step_specs
 from journal.runbook.template import TEMPLATE
 
 __all__ = [
@@ -54,70 +57,8 @@ __all__ = [
 #: refused before it is parsed, not found out by a command that hangs reading it.
 MAX_RUNBOOK_BYTES = 32 * 1024 * 1024
 
-SSH_TARGET = re.compile(
-    r"^(?:(?P<user>[^@\s:]+)@)?(?P<host>[^@\s:\[\]]+|\[[0-9a-fA-F:]+\])(?::(?P<port>\d+))?$"
-)
-
 TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups", "notify"}
 JOURNAL_KEYS = {"name", "redact", "description", "base_url"}
-HOST_KEYS = {"ssh", "python", "env", "accept_new_host_key", "description", "uv"}
-STEP_KEYS = {
-    "name",
-    "run",
-    "env",
-    "cwd",
-    "timeout",
-    "probes",
-    "expect",
-    "hosts",
-    "description",
-    "snapshots",
-    "detach",
-}
-
-
-@dataclass(frozen=True)
-class Host:
-    """A machine the plan runs on: ``local``, or an SSH target or ``~/.ssh/config`` alias."""
-
-    name: str
-    ssh: str
-    python: str = "python3"
-    env: dict[str, str] = field(default_factory=dict)
-    accept_new_host_key: bool = False
-    #: the host's uv (an absolute path, or a name the host's PATH finds), for `journal
-    #: rollback`; None: uv if the host's PATH has one, else pip
-    uv: str | None = None
-
-    @property
-    def is_local(self) -> bool:
-        return self.ssh == "local"
-
-    def ssh_parts(self) -> tuple[str | None, str, int | None]:
-        """(user, host, port) of the SSH target; None where ``~/.ssh/config`` decides."""
-        match = SSH_TARGET.match(self.ssh)
-        assert match is not None  # checked when the runbook was read
-        port = match.group("port")
-        return match.group("user"), match.group("host").strip("[]"), int(port) if port else None
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of the plan: a shell command run on each of its hosts."""
-
-    name: str
-    run: str
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    timeout: float | None = None
-    probes: list[str] = field(default_factory=list)
-    expect: dict[str, Any] = field(default_factory=dict)
-    hosts: list[str] = field(default_factory=list)
-    snapshots: bool = True
-    description: str = ""
-    #: Ctrl-C, SIGTERM or SIGHUP leave the command running on its host (to be reattached)
-    #: instead of stopping it
-    detach: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,29 +236,14 @@ def _parse(text: str, path: Path) -> Runbook:
                 'every space): list each secret itself, e.g. redact = ["a-literal-secret"]',
             )
 
-    hosts_table = check.table(data.get("hosts", {}), "hosts")
-    if not hosts_table:
-        raise check.fail(
-            "hosts", 'no hosts: add one, e.g. [hosts.gpu-box] with ssh = "user@host" or "local"'
-        )
-    hosts = {h: _host(check, h, spec) for h, spec in hosts_table.items()}
-    groups = _groups(check, check.table(data.get("groups", {}), "groups"), hosts)
-
-    steps_value = data.get("steps", [])
-    if not isinstance(steps_value, list):
-        raise check.fail("steps", "steps are an array of tables: write [[steps]], not [steps]")
-    steps: list[Step] = []
-    step_names: set[str] = set()  # looked up, not scanned: the check stays linear in steps
-    for index, spec in enumerate(steps_value):
-        step = _step(check, f"steps[{index}]", spec, hosts, groups)
-        if step.name in step_names:
-            raise check.fail(f"steps[{index}].name", f"a step named {step.name!r} comes earlier")
-        step_names.add(step.name)
-        steps.append(step)
+    hosts = host_specs(check, check.table(data.get("hosts", {}), "hosts"))
+    groups = group_specs(check, check.table(data.get("groups", {}), "groups"), hosts)
+    steps = step_specs(check, data.get("steps", []), hosts, groups)
+    step_names = {step.name for step in steps}
 
     probes = probe_specs(check.table(data.get("probes", {}), "probes"), check)
     for probe_name, spec in probes.items():
-        _expect_specs(check, spec.expect, f"probes.{probe_name}.expect")
+        expect_specs(check, spec.expect, f"probes.{probe_name}.expect")
     for index, step in enumerate(steps):
         for probe in step.probes:
             if probe not in probes:
@@ -329,7 +255,7 @@ def _parse(text: str, path: Path) -> Runbook:
         check.table(data.get("benchmarks", {}), "benchmarks"), [*hosts, *groups], check
     )
     benchmarks = {
-        n: replace(b, hosts=_expand(b.hosts, groups)) if b.hosts else b
+        n: replace(b, hosts=expand(b.hosts, groups)) if b.hosts else b
         for n, b in benchmarks.items()
     }
     for bench in benchmarks:
@@ -394,138 +320,3 @@ def _base_url(check: _Checker, value: Any) -> str:
             "`journal serve` answers)",
         )
     return url.rstrip("/")
-
-
-def _host(check: _Checker, name: str, spec: Any) -> Host:
-    key = f"hosts.{name}"
-    if not NAME.match(name):
-        raise check.fail(key, f"{shown(name)} is not a usable host name ({NAME_RULE})")
-    spec = check.table(spec, key)
-    check.known_keys(spec, HOST_KEYS, key)
-    if "ssh" not in spec:
-        raise check.fail(
-            f"{key}.ssh", 'missing: give "user@host", "user@host:port", an alias or "local"'
-        )
-    ssh = check.string(spec["ssh"], f"{key}.ssh")
-    if ssh != "local":
-        match = SSH_TARGET.match(ssh)
-        if not match:
-            raise check.fail(f"{key}.ssh", f"{ssh!r} is not user@host[:port], an alias or local")
-        port = match.group("port")
-        if port is not None and not 0 < int(port) < 65536:
-            raise check.fail(f"{key}.ssh", f"port {port} is out of range (1-65535)")
-    python = check.string(spec.get("python", "python3"), f"{key}.python")
-    env = check.env(spec.get("env", {}), f"{key}.env")
-    accept = spec.get("accept_new_host_key", False)
-    if not isinstance(accept, bool):
-        raise check.fail(
-            f"{key}.accept_new_host_key", f"expected true or false, got {_kind(accept)}"
-        )
-    uv = spec.get("uv")
-    if uv is not None:
-        uv = check.string(uv, f"{key}.uv")
-        if uv != uv.strip() or any(c in uv for c in "\n\r\0"):
-            raise check.fail(f"{key}.uv", f"{uv!r} is not a path: no spaces around it, one line")
-        if "/" in uv and not uv.startswith(("/", "~/")):
-            raise check.fail(
-                f"{key}.uv",
-                f"{uv!r} is relative to no folder the host knows: give an absolute path "
-                '(uv = "/usr/local/bin/uv", "~/.local/bin/uv") or a name its PATH finds ("uv")',
-            )
-    return Host(name, ssh, python, env, accept, uv)
-
-
-def _groups(check: _Checker, table: dict[str, Any], hosts: dict[str, Host]) -> dict[str, list[str]]:
-    """``[groups] gpu = ["gpu-1", "gpu-2"]``: named, ordered lists of hosts (hosts only, no
-    groups of groups), each host once, no group named like a host (--host/--group and a
-    step's ``hosts`` would be ambiguous)."""
-    groups: dict[str, list[str]] = {}
-    for name, members in table.items():
-        key = f"groups.{name}"
-        if not NAME.match(name):
-            raise check.fail(key, f"{shown(name)} is not a usable group name ({NAME_RULE})")
-        if name in hosts:
-            raise check.fail(
-                key,
-                f"{name!r} is also a host's name: give the group its own name, so that "
-                "--host, --group and a step's hosts cannot mean both",
-            )
-        members = check.strings(members, key)
-        if not members:
-            raise check.fail(key, 'the group is empty: list its hosts, e.g. ["gpu-1"]')
-        for member in members:
-            if member not in hosts:
-                hint = (
-                    " (a group lists hosts, not other groups)"
-                    if member in table
-                    else suggest(member, list(hosts))
-                )
-                raise check.fail(key, f"no host named {member!r}{hint}")
-        twice = sorted(m for m, n in Counter(members).items() if n > 1)
-        if twice:
-            raise check.fail(key, f"{', '.join(map(repr, twice))} listed more than once")
-        groups[name] = members
-    return groups
-
-
-def _expand(names: list[str], groups: dict[str, list[str]]) -> list[str]:
-    """Host names with each group's name replaced by its hosts, in place, each host once."""
-    if groups.keys().isdisjoint(names):
-        return list(dict.fromkeys(names))
-    return list(dict.fromkeys(h for n in names for h in groups.get(n, [n])))
-
-
-def _expect_specs(check: _Checker, expect: dict[str, Any], key: str) -> None:
-    """Every expectation must parse now, not fail halfway through an upgrade. An expectation
-    is parsed from its key and text alone, so one that parsed is not parsed again when
-    another step gives it too (a plan's steps repeat theirs)."""
-    from journal.expect import validate
-
-    fresh = {
-        k: v
-        for k, v in expect.items()
-        if not isinstance(v, str | int | float) or (k, v) not in check.expectations
-    }
-    validate(fresh, key, check.fail)
-    check.expectations.update((k, v) for k, v in fresh.items() if isinstance(v, str | int | float))
-
-
-def _step(
-    check: _Checker, key: str, spec: Any, hosts: dict[str, Host], groups: dict[str, list[str]]
-) -> Step:
-    spec = check.table(spec, key)
-    check.known_keys(spec, STEP_KEYS, key)
-    if "name" not in spec:
-        raise check.fail(f"{key}.name", 'missing: every step needs name = "..."')
-    name = check.name(spec["name"], f"{key}.name")
-    if "run" not in spec:
-        raise check.fail(f"{key}.run", f"missing: step {name!r} needs the shell command it runs")
-    run = check.string(spec["run"], f"{key}.run")
-    env = check.env(spec.get("env", {}), f"{key}.env")
-    cwd = spec.get("cwd")
-    if cwd is not None:
-        cwd = check.string(cwd, f"{key}.cwd")
-    timeout = spec.get("timeout")
-    if timeout is not None:
-        timeout = check.seconds(timeout, f"{key}.timeout")
-    probes = check.strings(spec.get("probes", []), f"{key}.probes")
-    expect = check.table(spec.get("expect", {}), f"{key}.expect")
-    _expect_specs(check, expect, f"{key}.expect")
-    step_hosts = check.hosts(spec["hosts"], f"{key}.hosts") if "hosts" in spec else []
-    for host in step_hosts:
-        if host not in hosts and host not in groups:
-            known = [*hosts, *groups]
-            raise check.fail(
-                f"{key}.hosts", f"no host or group named {host!r}{suggest(host, known)}"
-            )
-    step_hosts = _expand(step_hosts, groups)
-    snapshots = spec.get("snapshots", True)
-    if not isinstance(snapshots, bool):
-        raise check.fail(f"{key}.snapshots", f"expected true or false, got {_kind(snapshots)}")
-    description = check.string(spec.get("description", ""), f"{key}.description", empty=True)
-    detach = spec.get("detach", False)
-    if not isinstance(detach, bool):
-        raise check.fail(f"{key}.detach", f"expected true or false, got {_kind(detach)}")
-    return Step(
-        name, run, env, cwd, timeout, probes, expect, step_hosts, snapshots, description, detach
-    )

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from journal.errors import BadInput
-from journal.runbook import SSH_TARGET, Host, Runbook
+from journal.runbook import Host, Runbook
+from journal.runbook.hosts import SSH_TARGET
 from journal.store.anchor import Anchor, parse
 
 #: A witness bigger than this is not a witness (a line is ~250 bytes).

@@ -26,15 +26,15 @@ from journal.events import (
     StepReattached,
     StepStarted,
 )
+from journal.projections.folder import settle
 from journal.projections.stored import current_timeline
-from journal.projections.timeline import StepRunView, Timeline, apply, settle
+from journal.projections.timeline import StepRunView, Timeline, apply
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Runbook
+from journal.runs import LOST, NOT_STARTED, Outcome, StepRun
 from journal.service.heartbeat import heartbeat
 from journal.service.steps import (
-    NOT_STARTED,
-    StepRun,
     StepWatch,
     connect,
     named_own_stop,
@@ -42,7 +42,7 @@ from journal.service.steps import (
 )
 from journal.store import EventStore
 from journal.transport import transport_for
-from journal.transport.base import Cancel, Outcome, Stopper
+from journal.transport.base import Cancel, Stopper
 
 if TYPE_CHECKING:
     from journal.notify import Notifier
@@ -103,7 +103,7 @@ def lost_runs(
         views = [
             v
             for v in _unfinished(store, journal)
-            if v.status in ("lost", NOT_STARTED) and not v.imported
+            if v.status in (LOST, NOT_STARTED) and not v.imported
         ]
         return _checked(store, runbook, views, strict)
     timeline = current_timeline(store, journal)
@@ -122,7 +122,7 @@ def lost_runs(
                 f"run {view.run_id} ({view.step} on {view.host}) is being recorded by "
                 f"pid {view.pid} on {view.machine}: its heartbeat is fresh"
             )
-        if view.status not in ("lost", NOT_STARTED):
+        if view.status not in (LOST, NOT_STARTED):
             raise BadInput(
                 f"run {view.run_id} ({view.step} on {view.host}) has ended: {view.status}"
             )

@@ -23,13 +23,14 @@ from journal.benchmarks import BenchmarkSpec
 from journal.benchmarks.parsers import ParseResult, parse
 from journal.errors import BadInput
 from journal.events import MetricRecorded, OutputChunk
-from journal.output import chunk_text, chunks_of, output_text
+from journal.output import chunk_text, chunks_of, last_text
+from journal.recorder import KEEP_LIMIT
 from journal.redact import MASK, Redactor
 from journal.runbook import Host, Runbook, Step
-from journal.service.steps import Measure, StepRun, StepWatch, run_step_fleet
+from journal.runs import Outcome, StepRun
+from journal.service.steps import Measure, StepWatch, run_step_fleet
 from journal.store import EventStore
 from journal.terminal import clean
-from journal.transport import Outcome
 
 if TYPE_CHECKING:
     from journal.notify import Notifier
@@ -44,9 +45,30 @@ class BenchRun:
     skipped: list[str]
 
 
-def recorded_output(store: EventStore, journal: str, run_id: str) -> str:
-    """A step run's output as recorded (both streams, in the order printed)."""
-    return output_text(store.read(journal, types=[OutputChunk.type], run_id=run_id))
+#: The most of a benchmark's recorded output its parser reads: an output longer than the
+#: recorder keeps as printed (:data:`journal.recorder.KEEP_LIMIT`) is read from the store, its
+#: last lines up to this much (a benchmark prints its results last), never whole.
+PARSED_LIMIT = KEEP_LIMIT
+
+
+def recorded_output(store: EventStore, journal: str, run_id: str) -> tuple[str, int]:
+    """The end of a step run's output as recorded (both streams, in the order printed), at
+    most :data:`PARSED_LIMIT` characters of its last lines (:func:`journal.output.last_text`),
+    and the number of its first line in the whole output."""
+    return last_text(store.read(journal, types=[OutputChunk.type], run_id=run_id), PARSED_LIMIT)
+
+
+def from_line(result: ParseResult, first: int) -> ParseResult:
+    """What a parser read in text that starts at line ``first`` of an output, with the line
+    numbers of the whole output."""
+    if first == 1:
+        return result
+    shift = first - 1
+    return replace(
+        result,
+        figures=[replace(f, line=f.line + shift) for f in result.figures],
+        problems=[replace(p, line=p.line + shift) for p in result.problems],
+    )
 
 
 def recorded_lines(
@@ -192,13 +214,17 @@ def run_bench(
     def read(
         run_id: str, host: Host, outcome: Outcome, redactor: Redactor, printed: str | None
     ) -> Outcome:
-        # the output as printed when kept (else as recorded, redacted already)
-        text = recorded_output(store, runbook.name, run_id) if printed is None else printed
+        if printed is None:  # too long to keep: the end of it as recorded, redacted already
+            text, first = recorded_output(store, runbook.name, run_id)
+        else:  # the output as printed
+            text, first = printed, 1
         result = parse(
             spec.parser, text, patterns=spec.patterns, units=spec.units, command=spec.run or ""
         )
-        if printed is not None:
-            del text, printed
+        result = from_line(result, first)
+        as_printed = printed is not None
+        del text, printed  # let go before anything more is read
+        if as_printed:
             wanted = {f.line for f in result.figures} | {p.line for p in result.problems}
             lines = recorded_lines(store, runbook.name, run_id, wanted)
             result = as_recorded(result, lines, redactor)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from journal.events import Event, ExpectationChecked, PackagesSnapshotted, ProbeRecorded
 from journal.expect import Facts, Verdict, check_all
 from journal.probes import ProbeSpec
-from journal.probes.runner import ProbeOutcome, run_probe
+from journal.probes.runner import CaptureSink, ProbeOutcome, probe_outcome
 from journal.probes.summary import summary
 from journal.redact import MASK, Redactor, secret_value
 from journal.runbook import Host, Runbook
@@ -42,9 +43,16 @@ class HostChecks:
     failure: str | None = None
 
     def _probe(self, spec: ProbeSpec, run_id: str) -> ProbeOutcome:
-        return run_probe(
-            self.transport, spec, self.host.python, self.env, self.redactor, self.cancel, run_id
+        """Run ``spec`` with the host's target python, straight on the transport's channel
+        (no supervisor); its result or why there is none, never raising for a failing probe."""
+        sink = CaptureSink()
+        started = time.monotonic()
+        command = spec.command(self.host.python)
+        outcome = self.transport.probe(
+            command, self.env, None, spec.timeout, sink, self.cancel, run_id=f"{run_id}-probe"
         )
+        seconds = round(time.monotonic() - started, 4)
+        return probe_outcome(spec, outcome, sink, self.redactor, seconds)
 
     def snapshot(self, phase: str, run: str | None, run_id: str) -> dict[str, Any] | None:
         """Record every package of the target python (``PackagesSnapshotted``); None if the

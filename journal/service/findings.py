@@ -20,14 +20,16 @@ from journal.events import (
     StepStarted,
     TranscriptImported,
 )
-from journal.mapper import Recorded
+from journal.output import encode
 from journal.pitfalls import catalogue, judge
-from journal.pitfalls.base import Finding, Subject, Tally
+from journal.pitfalls.acks import TYPES as ACK_TYPES
+from journal.pitfalls.acks import fold_ack
+from journal.pitfalls.base import Finding, Tally
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
 from journal.projections.drift.readings import TRANSCRIPT
 from journal.projections.timeline import Timeline
-from journal.recorder import encode
+from journal.reading.subject import Subject
 from journal.redact import Redactor
 from journal.runbook import NAME, NAME_RULE
 from journal.service.lint import read_transcript
@@ -67,19 +69,10 @@ def replayed_findings(store: EventStore, journal: str) -> tuple[list[Finding], T
     return judged(subject, book), timeline
 
 
-def fold_ack(book: AckBook, rec: Recorded) -> None:
-    """Fold an acknowledgement, or its withdrawal, into ``book``."""
-    event = rec.event
-    if isinstance(event, PitfallAcknowledged):
-        book.acknowledged(event.finding, event.note, event.author, rec.ts, rec.seq)
-    elif isinstance(event, PitfallUnacknowledged):
-        book.withdrawn(event.finding)
-
-
 def judged(subject: Subject, book: AckBook | None = None) -> list[Finding]:
     """Every finding of a journal's subject, with what became of it."""
-    from journal.pitfalls._bench import figures
     from journal.pitfalls.lifecycle import follow
+    from journal.reading.bench import figures
 
     trusted = [f for f, block in figures(subject) if block is None or not block.problems()]
     return follow(subject.runs, trusted, judge(subject), book)
@@ -159,7 +152,7 @@ def unacknowledge(
     from journal.pitfalls.ledger import Ledger
 
     book = AckBook()
-    for rec in store.read(journal, types=[PitfallAcknowledged.type, PitfallUnacknowledged.type]):
+    for rec in store.read(journal, types=ACK_TYPES):
         fold_ack(book, rec)
     if target not in book.acks:
         known = sorted(book.acks)
@@ -271,11 +264,11 @@ def _stored_time(moment: datetime) -> str:
 
 def _readings(text: str, path: Path, host: str, redactor: Redactor) -> dict[int, dict]:
     """What the transcript printed of the host's stack (torch, CUDA, NCCL, the driver … as
-    :mod:`journal.pitfalls._printed` reads them), by the prompt line of each command that
+    :mod:`journal.reading.printed` reads them), by the prompt line of each command that
     printed any: the facts that command printed, each with its line (redacted)."""
-    from journal.pitfalls._printed import host_facts
     from journal.pitfalls.subjects import from_transcript
     from journal.projections.drift import transcript_reading
+    from journal.reading.printed import host_facts
 
     subject = from_transcript(text, path.name, host)
     out: dict[int, dict] = {}
@@ -300,7 +293,7 @@ def _figures(
     share a series)."""
     from journal.benchmarks import guess_parser
     from journal.benchmarks.parsers import parse
-    from journal.pitfalls._bench import bench_key
+    from journal.reading.bench import bench_key
     from journal.service.bench import as_recorded, figures_of, lines_of
 
     parser = guess_parser(command, output)

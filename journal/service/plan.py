@@ -19,9 +19,10 @@ from journal.projections.progress import stands
 from journal.projections.stored import current_timeline
 from journal.projections.timeline import StepRunView
 from journal.runbook import Host, Runbook, Step
+from journal.runs import StepRun, exit_status
 from journal.service.findings import findings_for_runs
 from journal.service.fleet import FleetRun, Schedule
-from journal.service.steps import StepRun, StepWatch, exit_status, new_run_id, run_step_fleet
+from journal.service.steps import StepWatch, new_run_id, run_step_fleet
 from journal.store import EventStore
 
 if TYPE_CHECKING:

@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.projections.timeline import StepRunView
+from journal.runs import TRIED_AGAIN
 
 if TYPE_CHECKING:
     from journal.store import EventStore
-
-#: Run states that make a run of a step a try that the next run of it tries again.
-FAILED = frozenset({"failed", "timed-out", "interrupted", "lost", "not started", "disk full"})
 
 
 def find_run(journal: str, prefix: str, runs: list[str]) -> str:
@@ -79,7 +77,7 @@ def latest_attempt(runs: Sequence[StepRunView], step: str) -> int | None:
     index = next((i for i in range(len(runs) - 1, -1, -1) if runs[i].step == step), None)
     if index is None:
         return None
-    while index > 0 and runs[index - 1].step == step and runs[index - 1].status in FAILED:
+    while index > 0 and runs[index - 1].step == step and runs[index - 1].status in TRIED_AGAIN:
         index -= 1
     return index
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import signal
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from journal.errors import Busy, DiskFull
@@ -28,12 +26,21 @@ from journal.projections.packages import change_text, diff_packages
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, Step
+from journal.runs import (
+    DETACHED,
+    DISK_FULL,
+    EXITED,
+    FAILED,
+    INTERRUPTED,
+    NOT_STARTED,
+    Outcome,
+    StepRun,
+)
 from journal.service.checks import Append, HostChecks
 from journal.service.fleet import FleetRun, FleetWatch, HostVerdict, Schedule, run_fleet
 from journal.service.heartbeat import heartbeat
 from journal.store import EventStore
-from journal.transport import ConnectFailed, Outcome, Transport, transport_for
-from journal.transport.base import DISK_FULL
+from journal.transport import ConnectFailed, Transport, transport_for
 from journal.transport.supervisor import folder
 
 if TYPE_CHECKING:
@@ -41,12 +48,6 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 
-#: The end of a run stopped before its command was handed to the host (nothing of it ran
-#: there): no failure of the command, and the next `journal run step` runs it.
-NOT_STARTED = "not started"
-#: The end of a run journal stopped, or did not launch, because the disk under its database
-#: was full (exit status 2, as for any full disk): not the command's failure, nor a kill.
-DISK_FULL_STATUS = "disk full"
 #: The mark journal leaves in a run's folder on its host (:mod:`journal.transport.supervisor`)
 #: when it stopped the command itself because the disk under its database was full: with
 #: nothing more fitting in the database, the host is where `journal attach` learns it.
@@ -69,17 +70,6 @@ class Measure:
     benchmark: str
     command: Callable[[Host], tuple[str, str]]
     read: Callable[[str, Host, Outcome, Redactor, str | None], Outcome]
-
-
-@dataclass(frozen=True)
-class StepRun:
-    """One step on one host, as it ended."""
-
-    run_id: str
-    step: str
-    host: str
-    outcome: Outcome
-    failed_expectations: list[Verdict] = field(default_factory=list)
 
 
 class StepWatch(FleetWatch):
@@ -256,7 +246,7 @@ def _record_on_host(
 
     def finish(outcome: Outcome) -> StepRun:
         reason = redactor.text(outcome.reason, "reason")[0] if outcome.reason else None
-        if outcome.status == "detached":
+        if outcome.status == DETACHED:
             # the command goes on on the host: the run stays open until `journal attach`
             echo.say(f"{step.name} on {host.name}: {reason}")
             return StepRun(run_id, step.name, host.name, outcome)
@@ -278,7 +268,7 @@ def _record_on_host(
 
     error = connect(transport, host, lambda events: store.append(journal, events))
     if error:
-        return finish(Outcome("failed", None, 0.0, None, error))
+        return finish(Outcome(FAILED, None, 0.0, None, error))
     checks = HostChecks(
         runbook,
         host,
@@ -336,15 +326,15 @@ def _record_on_host(
         spooled = False
         recorder.close()
         echo.flush_host(host.name)
-        if measure is not None and outcome.status != "detached":
+        if measure is not None and outcome.status != DETACHED:
             outcome = measure.read(run_id, host, outcome, redactor, recorder.printed())
-        if outcome.status in ("succeeded", "failed") and outcome.exit_code is not None:
+        if outcome.status in EXITED and outcome.exit_code is not None:
             failed = _after_step(checks, step, outcome, run_id, before)
             if failed and outcome.ok:
                 more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
                 outcome = replace(
                     outcome,
-                    status="failed",
+                    status=FAILED,
                     reason=f"expectation failed: {failed[0].reason}{more}",
                 )
     except (Busy, DiskFull) as exc:
@@ -357,7 +347,7 @@ def _record_on_host(
             mark_own_stop(transport, run_id)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the step run must be closed
         outcome = Outcome(
-            "failed",
+            FAILED,
             None,
             time.monotonic() - started,
             None,
@@ -385,14 +375,14 @@ def _record_on_host(
         # run's end is recorded if the store takes that much
         full = isinstance(refused, DiskFull)
         if ran is None:
-            ran = Outcome("failed", None, time.monotonic() - started, None)
+            ran = Outcome(FAILED, None, time.monotonic() - started, None)
             why = f"its command was not launched: journal could not record it: {refused}"
         else:
             why = f"journal could not record all of it: {refused}"
         with contextlib.suppress(Busy, DiskFull):
-            finish(replace(ran, status=DISK_FULL_STATUS if full else "failed", reason=why))
+            finish(replace(ran, status=DISK_FULL if full else FAILED, reason=why))
         raise refused
-    return replace(finish(outcome), failed_expectations=failed)
+    return finish(outcome)
 
 
 def _after_step(
@@ -467,7 +457,7 @@ def named_own_stop(outcome: Outcome) -> Outcome:
     """``outcome`` of a command that journal stopped itself for a full disk under its
     database (:func:`mark_own_stop`): ``disk full`` when the signal journal sent ended it;
     as it is when the command had ended by itself first."""
-    if outcome.status not in ("failed", "interrupted") or outcome.signal not in (
+    if outcome.status not in (FAILED, INTERRUPTED) or outcome.signal not in (
         "SIGTERM",
         "SIGINT",
         "SIGKILL",
@@ -475,7 +465,7 @@ def named_own_stop(outcome: Outcome) -> Outcome:
         return outcome
     return replace(
         outcome,
-        status=DISK_FULL_STATUS,
+        status=DISK_FULL,
         reason=(
             f"journal stopped the command itself ({outcome.signal}): the disk under its "
             "database was full, so no more of its output could be recorded (what it printed "
@@ -483,39 +473,3 @@ def named_own_stop(outcome: Outcome) -> Outcome:
             "filesystem (`df -h`), check what the command left, then run the step again"
         ),
     )
-
-
-def exit_status(runs: list[StepRun]) -> int:
-    """0 when every host succeeded (or skipped: a benchmark its host cannot run, which said
-    why); else the first failure's own exit status (or 124 for a
-    timeout, 130 for Ctrl-C and 128 + the signal when journal got SIGTERM or SIGHUP, also
-    for a run so stopped before its command was launched, 255 when the host could not be
-    reached, as ssh does, 2 when the host's disk was full for the run's spool or the one
-    under the database was, 1 when the command exited 0 but failed its expectations or
-    printed no figure)."""
-    for run in runs:
-        outcome = run.outcome
-        if outcome.ok:
-            continue
-        if outcome.cause == DISK_FULL or outcome.status == DISK_FULL_STATUS:
-            return 2  # the host's disk: no more "unreachable" than the database's
-        if outcome.status == NOT_STARTED and not (outcome.reason or "").startswith("interrupted ("):
-            continue  # its recorder died before launching it (`journal attach`): no failure
-        if outcome.status in ("interrupted", NOT_STARTED):
-            # 130 for Ctrl-C; 128 + the signal for one journal itself got (143: SIGTERM)
-            asked = re.match(r"interrupted \((SIG[A-Z]+)\)", outcome.reason or "")
-            if asked and asked.group(1) in signal.Signals.__members__:
-                return 128 + signal.Signals[asked.group(1)]
-            return 130
-        if outcome.status == "timed-out":
-            return 124
-        if outcome.status == "detached":
-            # left running on purpose (--detach): journal was interrupted; else the host
-            # could not be reached again: the command goes on there either way
-            return 130 if outcome.reason and outcome.reason.startswith("left running") else 255
-        if outcome.exit_code == 0:
-            return 1  # the command succeeded; its expectations (or figures) did not
-        if outcome.exit_code:
-            return outcome.exit_code
-        return 255
-    return 0

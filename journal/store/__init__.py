@@ -25,11 +25,12 @@ from journal.events import Event, OutputChunk, StepFinished, StepStarted
 from journal.mapper import GENESIS, Recorded, dump_payload, from_row, to_payload
 from journal.output import chunk_text
 from journal.redact import Redactor
+from journal.runs import Alive
 from journal.store.anchor import Anchor
 from journal.store.chain import ChainBreak, Item, utc_now
 from journal.store.core import CoreBackend, EventFilter
 from journal.store.engine import open_engine
-from journal.store.leases import Alive, Leases
+from journal.store.leases import Leases
 from journal.store.postgres import PostgresBackend
 from journal.store.schema import COLUMNS, StoredRow, events
 from journal.store.sqlite import SqliteBackend, refuse_foreign

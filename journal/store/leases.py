@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
 
 from sqlalchemy import Engine, delete, insert, select, update
 
-from journal.liveness import in_process_table
+from journal.runs import Alive, in_process_table
 from journal.store.schema import recorder_leases
 
 #: How often a recording process moves its beat forward.
@@ -25,7 +24,6 @@ BEAT_S = 2.0
 #: machine or a busy database delays one, never five).
 STALE_S = 12.0
 
-Alive = Callable[[str, int], bool]
 #: How long a reader keeps the rows it read before reading them again.
 READ_AGAIN_S = 1.0
 

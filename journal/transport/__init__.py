@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from journal.runbook import Host
-from journal.transport.base import AcceptedKey, ConnectFailed, Outcome, OutputSink, Transport
+from journal.transport.base import AcceptedKey, ConnectFailed, OutputSink, Transport
 from journal.transport.local import LocalTransport
 
 if TYPE_CHECKING:
@@ -18,7 +18,6 @@ __all__ = [
     "AcceptedKey",
     "ConnectFailed",
     "LocalTransport",
-    "Outcome",
     "OutputSink",
     "SshTransport",
     "Transport",

@@ -1,10 +1,10 @@
 """What every transport is and gives back: the :class:`Transport` interface, streamed output,
-a plain outcome, and the stopping of a command (SIGINT, then SIGTERM, then SIGKILL)."""
+the outcomes of a run's spool on its host (the outcome itself is :class:`journal.runs.Outcome`),
+and the stopping of a command (SIGINT, then SIGTERM, then SIGKILL)."""
 
 from __future__ import annotations
 
 import shlex
-import signal
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from journal.runs import CAUSE_DISK_FULL, EXITED, FAILED, Outcome, outcome_for_exit
 from journal.transport.supervisor import RUNS
 
 #: How long an interrupted command gets after SIGINT before SIGTERM, then SIGKILL.
@@ -29,31 +30,6 @@ class OutputSink(Protocol):
     def tick(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How a command ended: ``status`` succeeded, failed, interrupted or timed-out; or
-    skipped (a benchmark that said why its host cannot run it, see :mod:`journal.service.bench`),
-    which is no failure."""
-
-    status: str
-    exit_code: int | None
-    duration: float
-    signal: str | None = None
-    reason: str | None = None
-    #: when the command ended (seconds since the epoch), where its supervisor said
-    ended: float | None = None
-    #: what made it fail where no exit status says: :data:`DISK_FULL`
-    cause: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Not a failure: succeeded, or skipped (exit 0, no step-failed notice, no stop of a
-        plan or a rolling batch)."""
-        return self.status in ("succeeded", "skipped")
-
-
-#: The cause of a step that failed for its host's full disk (exit status 2, not 255).
-DISK_FULL = "disk-full"
 #: What a host's tools say (in C's words) when a disk, or the user's quota on it, is full.
 _FULL_SAID = ("No space left on device", "Disk quota exceeded")
 
@@ -66,21 +42,21 @@ def not_launched(target: str, run_id: str, said: str, duration: float) -> Outcom
     if not full:
         raise RuntimeError(f"the supervisor did not start on {target}: {said}")
     return Outcome(
-        "failed",
+        FAILED,
         None,
         duration,
         None,
         f"the disk of {target} is full: the run's spool (~/{RUNS}/{run_id}) could not be "
         f"written ({full[-1].strip()}), so its command was not run; free space there and run "
         "the step again",
-        cause=DISK_FULL,
+        cause=CAUSE_DISK_FULL,
     )
 
 
 def cut_short(outcome: Outcome, target: str) -> Outcome:
     """``outcome`` of a command that ended with the disk of its host full: its output, as
     spooled there, may be cut short (and its own writes may have failed), so it failed."""
-    if outcome.status not in ("succeeded", "failed"):
+    if outcome.status not in EXITED:
         return outcome
     why = (
         f"the disk of {target} was full when the command ended: its output, spooled in "
@@ -88,7 +64,7 @@ def cut_short(outcome: Outcome, target: str) -> Outcome:
         "there and run the step again"
     )
     reason = f"{why} ({outcome.reason})" if outcome.reason else why
-    return replace(outcome, status="failed", reason=reason, cause=DISK_FULL)
+    return replace(outcome, status=FAILED, reason=reason, cause=CAUSE_DISK_FULL)
 
 
 def settle(sink: OutputSink) -> None:
@@ -97,11 +73,6 @@ def settle(sink: OutputSink) -> None:
     close = getattr(sink, "close", None)
     if callable(close):
         close()
-
-
-def detached(duration: float, why: str) -> Outcome:
-    """The outcome of a run left running on its host: the record stays open for `attach`."""
-    return Outcome("detached", None, duration, None, why)
 
 
 class Cancel(threading.Event):
@@ -247,44 +218,6 @@ class Stopper:
             timeout=self.timeout,
             why=getattr(self.cancel, "why", "Ctrl-C"),
         )
-
-
-def signal_name(number: int) -> str | None:
-    """``SIGKILL`` for 9; None for a number that names no signal."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return None
-
-
-def outcome_for_exit(
-    code: int | None,
-    duration: float,
-    *,
-    cancelled: bool,
-    timed_out: bool,
-    timeout: float | None,
-    why: str = "Ctrl-C",
-) -> Outcome:
-    """The outcome of a command that ended with ``code`` (negative: killed by that signal);
-    ``why`` names what interrupted it."""
-    sig = None
-    if code is not None and code < 0:
-        sig, code = signal_name(-code), 128 - code
-    elif code is not None and code > 128:
-        sig = signal_name(code - 128)
-    if timed_out:
-        return Outcome(
-            "timed-out", code, duration, sig, f"stopped after the step's timeout of {timeout:g} s"
-        )
-    if cancelled:
-        return Outcome(
-            "interrupted", code, duration, sig, f"interrupted ({why}): the command was stopped"
-        )
-    if code == 0:
-        return Outcome("succeeded", 0, duration)
-    reason = f"killed by {sig}" if sig and code is not None and code > 128 else None
-    return Outcome("failed", code, duration, sig, reason)
 
 
 #: The shell that runs the script which is the whole of its standard input: read into the

@@ -20,18 +20,17 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from journal.runs import Outcome, detached
 from journal.transport import supervisor
 from journal.transport.base import (
     FROM_STDIN,
     INTERRUPT_GRACE_S,
     POLL_S,
     READ_SIZE,
-    Outcome,
     OutputSink,
     Stopper,
     Transport,
     cut_short,
-    detached,
     not_launched,
     settle,
     shell_script,

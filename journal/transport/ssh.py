@@ -21,6 +21,7 @@ from pathlib import Path
 import paramiko
 from fabric import Config, Connection
 
+from journal.runs import Outcome, detached
 from journal.transport import supervisor
 from journal.transport.base import (
     FROM_STDIN,
@@ -28,12 +29,10 @@ from journal.transport.base import (
     READ_SIZE,
     AcceptedKey,
     ConnectFailed,
-    Outcome,
     OutputSink,
     Stopper,
     Transport,
     cut_short,
-    detached,
     not_launched,
     settle,
     shell_script,

@@ -1,6 +1,6 @@
 """A step run's output as numbered lines, read a page at a time, with ANSI colours as HTML.
 
-Lines are numbered as the pitfall evidence numbers them (:meth:`journal.pitfalls.base.Run.
+Lines are numbered as the pitfall evidence numbers them (:meth:`journal.reading.subject.Run.
 line_at`): the run's chunks in stored order, both streams interleaved, split at ``\\n``,
 1-based. A line may hold pieces of both streams (a chunk that did not end its line), so a line
 is a list of (stream, text) pieces.

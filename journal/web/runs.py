@@ -20,12 +20,13 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 
 from journal.events import NotificationSent
 from journal.export.cast import stream_cast
+from journal.output import decode
 from journal.pitfalls.base import Finding
 from journal.projections.notifications import deliveries
 from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
 from journal.projections.unread import of_run
-from journal.recorder import decode
+from journal.runs import IMPORTED, RUNNING, SKIPPED, SUCCEEDED
 from journal.service.runs import latest_attempt, rollback_runs
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
 from journal.web.sse import after_seq, event_stream, message
@@ -142,7 +143,7 @@ def _neighbours(state: JournalState, run: StepRunView) -> dict[str, StepRunView 
 def _succeeded(run: StepRunView) -> bool:
     """Whether a run ended well (or is still running: nothing to retry yet; or skipped: its
     host cannot run it, a retry there changes nothing)."""
-    return run.status in ("succeeded", "running", "imported", "skipped")
+    return run.status in (SUCCEEDED, RUNNING, IMPORTED, SKIPPED)
 
 
 @bp.get("")

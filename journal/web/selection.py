@@ -20,22 +20,11 @@ from journal.projections.timeline import (
     StepRunView,
     TimelineItem,
 )
+from journal.runs import FAILED, STATUSES, SUCCEEDED
 from journal.store import EventStore
 from journal.web.state import JournalState
 
 KINDS = ("step", "interactive", "probe", "note", "metric", "host-key")
-STATUSES = (
-    "succeeded",
-    "failed",
-    "interrupted",
-    "lost",
-    "timed-out",
-    "disk full",
-    "not started",
-    "skipped",
-    "running",
-    "imported",
-)
 LAYOUTS = ("list", "hosts")
 
 
@@ -117,10 +106,12 @@ def host_of(item: TimelineItem) -> str | None:
 
 
 def status_of(item: TimelineItem) -> str | None:
+    """The status the filter reads of an item: a step run's own; a probe succeeded when it
+    gave a result, else failed; None for the rest."""
     if isinstance(item, StepRunView):
         return item.status
     if isinstance(item, ProbeView):
-        return "succeeded" if item.result is not None else "failed"
+        return SUCCEEDED if item.result is not None else FAILED
     return None
 
 

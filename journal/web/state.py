@@ -17,17 +17,18 @@ from dataclasses import dataclass, field
 
 from flask import Flask, abort, current_app
 
-from journal.events import PitfallAcknowledged, PitfallUnacknowledged
 from journal.mapper import Recorded
 from journal.pitfalls import counts
+from journal.pitfalls.acks import TYPES as ACK_TYPES
+from journal.pitfalls.acks import fold_ack
 from journal.pitfalls.base import Finding
 from journal.pitfalls.ledger import Ledger
 from journal.pitfalls.lifecycle import with_acks
 from journal.projections import stored
+from journal.projections.folder import Folder
 from journal.projections.packages import PackageDiff
-from journal.projections.story import Story, story
-from journal.projections.timeline import StepRunView, Timeline, settle
-from journal.service.findings import fold_ack
+from journal.projections.timeline import StepRunView, Timeline
+from journal.service.story import Story, story
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
 from journal.web.fold import DiffCache, JournalFold
@@ -210,9 +211,9 @@ class JournalStates:
         if found is None:
             return None
         restored, total = found
-        timeline = restored.timeline
-        _, last = stored.fold_on(timeline, self.store.read(journal, after=restored.seq))
-        settle(timeline, self.alive)  # runs stored as not ended (their end may have come since)
+        # runs stored as not ended are settled (their end may have come since)
+        folder = Folder(restored.timeline, restored.seq, restored.unfinished)
+        timeline = folder.fold(self.store.read(journal, after=restored.seq), self.alive)
         runs = list(timeline.runs)
         findings = Ledger(self.store, journal).findings_of(runs)
         with self._guard:
@@ -223,7 +224,7 @@ class JournalStates:
                 )
                 self._judging[f"restore:{journal}"] = thread
                 thread.start()
-        seq = last or restored.seq
+        seq = folder.last_seq
         touched = {run: view.seq for run, view in timeline.runs.items()}
         return JournalState(journal, seq, timeline, findings, touched, seq, 0, partial=total)
 
@@ -236,8 +237,7 @@ class JournalStates:
             return JournalFold(journal, self.alive)
         self._heads[journal] = restored.head
         fold = JournalFold.restored(restored, self.alive)
-        kinds = [PitfallAcknowledged.type, PitfallUnacknowledged.type]
-        for rec in self.store.read(journal, types=kinds):  # those before the stored head
+        for rec in self.store.read(journal, types=ACK_TYPES):  # those before the stored head
             if rec.seq <= fold.last_seq:
                 fold_ack(fold.acks, rec)
         return fold

@@ -9,9 +9,10 @@ from typing import Any
 from flask import Flask, current_app, request, url_for
 
 from journal.display import first_line, plural, seconds, when
-from journal.pitfalls.base import SEVERITIES, Evidence
+from journal.pitfalls.base import SEVERITIES
 from journal.probes.summary import shown, summary
 from journal.projections.packages import change_text
+from journal.reading.subject import Evidence
 from journal.web.output import page_of
 from journal.web.selection import kind_of
 

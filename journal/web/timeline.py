@@ -28,12 +28,12 @@ from markupsafe import Markup, escape
 from journal.events import NotificationSent
 from journal.pitfalls.base import Finding
 from journal.projections.notifications import deliveries
-from journal.projections.story import open_errors, run_status
 from journal.projections.timeline import StepRunView
+from journal.runs import STATUSES
+from journal.service.story import open_errors, run_status
 from journal.web.selection import (
     KINDS,
     NEWEST,
-    STATUSES,
     TimelineQuery,
     changed_since,
     host_rows,

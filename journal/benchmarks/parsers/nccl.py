@@ -32,6 +32,20 @@ PLACEMENTS = ("out-of-place", "in-place")
 MAX_OTHER_LINES = 5_000
 
 
+def nccl_triple(value: object) -> tuple[int, int, int] | None:
+    """NCCL's version as (major, minor, patch): (2, 28, 9) of the tuple torch prints
+    (``(2, 28, 9)``), and of the integer code older torch prints and nccl-tests' header shows
+    (``nccl-library=22809``; 2708: 2.7.8, 22703: 2.27.3). Both the printed-facts reader and the
+    drift readings read it here, below either."""
+    if isinstance(value, tuple) and len(value) >= 3:
+        return (int(value[0]), int(value[1]), int(value[2]))
+    if isinstance(value, int):
+        if value >= 10000:
+            return (value // 10000, value % 10000 // 100, value % 100)
+        return (value // 1000, value % 1000 // 100, value % 100)
+    return None
+
+
 def _bare(line: str) -> str:
     return MPI_PREFIX.sub("", line, count=1)
 

@@ -22,6 +22,10 @@ import time
 
 ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "NVIDIA_", "PYTORCH_")
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD")
+#: The fields of ``torch``; the last four only torch's runtime knows (:func:`with_torch`), or
+#: :func:`infer_runtime` infers.
+TORCH_FIELDS = ("version", "cuda", "cudnn", "nccl")
+TORCH_FIELDS += ("cuda_available", "device_count", "arch_list", "devices")
 
 
 def unavailable(reason):
@@ -102,6 +106,18 @@ def nccl_from_library(path):
 def cudnn_from_library(path):
     """cudnnGetVersion of a libcudnn, as torch reports it (e.g. 91300)."""
     return int(ctypes.CDLL(path).cudnnGetVersion())
+
+
+def wheel_library(subdir, pattern, read, errors):
+    """The library of an nvidia-* wheel, loaded without torch: its path and what ``read``
+    says its version is (``errors``: what a library that cannot be read raises)."""
+    lib = _site_lib(subdir, pattern)
+    if not lib:
+        return unavailable("no nvidia-%s wheel library in this env" % subdir)
+    try:
+        return {"path": lib, "version": read(lib)}
+    except errors as exc:
+        return unavailable("loading %s failed: %s" % (lib, exc))
 
 
 ARCH_LIST = re.compile(rb"^(?:(?:sm|compute)_\d{2,3}[af]?)(?: (?:sm|compute)_\d{2,3}[af]?)*$")
@@ -322,7 +338,7 @@ def with_torch(result, timings):
         import torch
     except Exception as exc:
         reason = "import torch failed: %s: %s" % (type(exc).__name__, exc)
-        for key in ("cuda_available", "device_count", "arch_list", "devices"):
+        for key in TORCH_FIELDS[4:]:
             result["torch"][key] = unavailable(reason)
         return
     timings["import_torch"] = round(time.perf_counter() - started, 4)
@@ -371,24 +387,12 @@ def probe(import_torch=True):
     timings = {}
     result = {"probe": "torch-env", "python": sys.version.split()[0], "executable": sys.executable}
     version, folder = torch_files()
-    torch_info = {}
     if version is None:
         reason = "torch is not installed in this python"
-        for key in (
-            "version",
-            "cuda",
-            "cudnn",
-            "nccl",
-            "cuda_available",
-            "device_count",
-            "arch_list",
-            "devices",
-        ):
-            torch_info[key] = unavailable(reason)
+        torch_info = {key: unavailable(reason) for key in TORCH_FIELDS}
         import_torch = False
     else:
-        torch_info["version"] = version
-        torch_info["path"] = folder
+        torch_info = {"version": version, "path": folder}
         parsed = read_version_py(folder) if folder else unavailable("torch's folder not found")
         if "unavailable" in parsed:
             torch_info["cuda"] = parsed
@@ -403,28 +407,14 @@ def probe(import_torch=True):
     timings["metadata"] = round(time.perf_counter() - started, 4)
 
     # The NCCL and cuDNN of torch's own wheels, loaded without torch.
-    lib = _site_lib("nccl", "libnccl.so*")
-    try:
-        result["nccl_library"] = (
-            {"path": lib, "version": nccl_from_library(lib)}
-            if lib
-            else unavailable("no nvidia-nccl wheel library in this env")
-        )
-    except OSError as exc:
-        result["nccl_library"] = unavailable("loading %s failed: %s" % (lib, exc))
+    result["nccl_library"] = wheel_library("nccl", "libnccl.so*", nccl_from_library, OSError)
     wheels = [(n, v) for n, v in result["packages"].items() if n.startswith("nvidia-nccl-cu")]
     if "unavailable" in result["nccl_library"] and wheels:
         # The wheel is there but its library could not be read: its version is the next best.
         result["nccl_library"] = {"path": None, "version": wheels[0][1], "source": wheels[0][0]}
-    lib = _site_lib("cudnn", "libcudnn.so*")
-    try:
-        result["cudnn_library"] = (
-            {"path": lib, "version": cudnn_from_library(lib)}
-            if lib
-            else unavailable("no nvidia-cudnn wheel library in this env")
-        )
-    except (OSError, AttributeError) as exc:
-        result["cudnn_library"] = unavailable("loading %s failed: %s" % (lib, exc))
+    result["cudnn_library"] = wheel_library(
+        "cudnn", "libcudnn.so*", cudnn_from_library, (OSError, AttributeError)
+    )
     timings["libraries"] = round(time.perf_counter() - started, 4)
 
     result["nvml"] = from_nvml()
@@ -443,12 +433,9 @@ def probe(import_torch=True):
     elif version is not None:
         infer_runtime(result, folder)
         timings["arch_list"] = round(time.perf_counter() - started, 4)
-    if "nccl" not in torch_info:
-        library = result["nccl_library"]
-        torch_info["nccl"] = library["version"] if "version" in library else library
-    if "cudnn" not in torch_info:
-        library = result["cudnn_library"]
-        torch_info["cudnn"] = library["version"] if "version" in library else library
+    for key in ("nccl", "cudnn"):  # unless torch said: what its wheels' libraries report
+        library = result[key + "_library"]
+        torch_info.setdefault(key, library["version"] if "version" in library else library)
     summarize(result)
     timings["total"] = round(time.perf_counter() - started, 4)
     result["seconds"] = timings
@@ -467,11 +454,8 @@ def infer_runtime(result, folder):
         return
     try:
         arch, source = arch_list_from_library(folder) if folder else (None, None)
-        t["arch_list"] = (
-            arch
-            if arch is not None
-            else unavailable("no arch flags string found in torch's libraries")
-        )
+        missing = unavailable("no arch flags string found in torch's libraries")
+        t["arch_list"] = arch if arch is not None else missing
         if source:
             t["arch_list_source"] = source
     except (OSError, ValueError) as exc:
@@ -499,13 +483,10 @@ def summarize(result):
     if not isinstance(devices, list) or (not devices and ok and nvml.get("devices")):
         devices = nvml.get("devices") if ok else devices
     result["gpu_count"] = len(devices) if isinstance(devices, list) else devices
-    names = sorted({d["name"] for d in devices}) if isinstance(devices, list) else []
+    listed = devices if isinstance(devices, list) else []
+    names = sorted({d["name"] for d in listed})
     result["gpu_name"] = ", ".join(names) if names else None
-    caps = (
-        sorted({d.get("capability") for d in devices if d.get("capability")})
-        if isinstance(devices, list)
-        else []
-    )
+    caps = sorted({d.get("capability") for d in listed if d.get("capability")})
     result["capability"] = ", ".join(caps) if caps else None
 
 

@@ -6,7 +6,7 @@ Two pure steps. :func:`fold` replays a journal's probes and snapshots into :clas
 event it was read from); it can be extended with newer events. :func:`compare` lines the hosts
 of each group up against each other. `journal drift` and the web UI's hosts page both show it.
 
-The rules, which the README repeats:
+The rules, which docs/cli-reading.md repeats:
 
 - The **majority** of a row is the value more hosts of the group hold than any other (hosts
   never read do not count; an unreadable field counts as the value ``?``). When two values tie

@@ -10,6 +10,7 @@ from fnmatch import translate
 from functools import lru_cache, singledispatch
 from typing import Any
 
+from journal.benchmarks.parsers.nccl import nccl_triple
 from journal.events import (
     Event,
     JournalOpened,
@@ -38,7 +39,7 @@ STACK: tuple[tuple[str, str], ...] = (
     ("system_nccl.NCCL_VERSION", "system NCCL"),
 )
 
-#: The facts a transcript printed (:mod:`journal.pitfalls._printed` names them) as the
+#: The facts a transcript printed (:mod:`journal.reading.printed` names them) as the
 #: :data:`STACK` keys they are: an imported transcript's readings.
 PRINTED: dict[str, str] = {
     "torch.version": "torch.version",
@@ -275,10 +276,8 @@ def _printed(event: ProbeRecorded, rec: Recorded, state: Readings) -> None:
 
 def transcript_reading(found: dict[str, Any]) -> dict[str, Any]:
     """A ``transcript`` reading's result from the facts a transcript printed (name to
-    :class:`journal.pitfalls._printed.Fact`): shaped as ``torch-env``'s, with ``evidence``
+    :class:`journal.reading.printed.Fact`): shaped as ``torch-env``'s, with ``evidence``
     (per key, the line number in the file and its text)."""
-    from journal.pitfalls._printed import nccl_triple
-
     result: dict[str, Any] = {"evidence": {}}
     for name, key in PRINTED.items():
         fact = found.get(name)

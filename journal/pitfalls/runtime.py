@@ -1,6 +1,6 @@
 """Helpers shared by the runtime detectors (CUDA, driver, toolkit, ABI): reading the
 `torch-env` probe, versions as (major, minor), the GPUs a host is known to have, and the torch
-wheel variants. Not a detector (its name starts with ``_``)."""
+wheel variants. Not a detector: :data:`journal.pitfalls.DETECTORS` does not list it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from journal.pitfalls import _printed
-from journal.pitfalls.base import Evidence, Finding, Run, Subject
+from journal.pitfalls.base import Finding
+from journal.reading import printed as _printed
+from journal.reading.subject import Evidence, Run, Subject
 
 TORCH_ENV = "torch-env"
 
@@ -211,7 +212,7 @@ def probe_or_rerun(
     resolves nothing: ``detect``, the detector's own, judges a rerun alone, since a condition
     printed again on the host is not reported again and leaves the rerun no finding of its
     own."""
-    from journal.pitfalls.lifecycle import SAME, has_probes, rerun, went_through
+    from journal.pitfalls.resolution import SAME, has_probes, rerun, went_through
 
     def resolves(found: Finding, later: Run, ids: frozenset[str]) -> str | None:
         if found.id in ids:
@@ -360,7 +361,7 @@ def printed_pair(
     subject: Subject, run: Run, first: tuple[str, ...], second: tuple[str, ...]
 ) -> tuple[Any, Any] | None:
     """Two facts of ``run``'s host as its output (and earlier output on the host) shows them,
-    the first known of each list of names (:mod:`journal.pitfalls._printed`), when ``run``
+    the first known of each list of names (:mod:`journal.reading.printed`), when ``run``
     itself showed one of them and has no torch-env probe (which decides by itself)."""
     seen = _printed.at(subject, run)
     if seen is None or torch_env(run) is not None:

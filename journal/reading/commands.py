@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 #: Options that take a value (the value is not a package).
@@ -169,16 +170,23 @@ class InstallRequest:
         return {r.key for r in self.packages}
 
 
-def shell_pieces(command: str) -> list[list[str]]:
-    """The simple commands of a shell line, split at ``&&``, ``||``, ``;``, ``|``."""
+def shell_words(command: str) -> list[str]:
+    """The words of a shell line as the shell splits them (quotes removed), its operators
+    (``&&``, ``||``, ``;``, ``|``) words of their own; split at whitespace where the quoting
+    does not close. The one tokeniser of install commands: :func:`shell_pieces` and
+    :func:`journal.reading.installs.named` read these words."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
-        tokens = list(lexer)
+        return list(lexer)
     except ValueError:
-        tokens = command.split()
+        return command.split()
+
+
+def shell_pieces(command: str) -> list[list[str]]:
+    """The simple commands of a shell line, split at ``&&``, ``||``, ``;``, ``|``."""
     pieces: list[list[str]] = [[]]
-    for token in tokens:
+    for token in shell_words(command):
         if token and set(token) <= set(";&|"):
             pieces.append([])
         else:
@@ -218,26 +226,40 @@ def _install_requests(command: str) -> tuple[InstallRequest, ...]:
     return tuple(found)
 
 
-def _parse(tool: str, args: list[str], raw: str) -> InstallRequest:
-    packages, indexes, files, options = [], [], [], []
-    sources: list[tuple[str, str]] = []
-    reinstall = upgrade = False
+def _arguments(
+    args: list[str], value_options: set[str], bare_takes_next: bool
+) -> Iterator[tuple[str | None, str, str]]:
+    """Each argument of an install as (option, its value, the argument): the option ``None``
+    for a positional one. An option of ``value_options`` written without ``=VALUE`` takes the
+    next argument as its value (``bare_takes_next``: pip's ``--index-url=`` with nothing after
+    the ``=`` does too; conda's does not)."""
     skip = False
     for index, arg in enumerate(args):
         if skip:
             skip = False
             continue
-        if arg.startswith("-"):
-            name, _, value = arg.partition("=")
+        if not arg.startswith("-"):
+            yield None, "", arg
+            continue
+        name, eq, value = arg.partition("=")
+        if name in value_options and not (value if bare_takes_next else eq):
+            value = args[index + 1] if index + 1 < len(args) else ""
+            skip = True
+        yield name, value, arg
+
+
+def _parse(tool: str, args: list[str], raw: str) -> InstallRequest:
+    packages, indexes, files, options = [], [], [], []
+    sources: list[tuple[str, str]] = []
+    reinstall = upgrade = False
+    for name, value, arg in _arguments(args, VALUE_OPTIONS, bare_takes_next=True):
+        if name is not None:
             options.append(name)
             if name in ("--reinstall", "--force-reinstall") or name == "--reinstall-package":
                 reinstall = True
             if name in ("-U", "--upgrade", "--upgrade-package", "-P"):
                 upgrade = True
             if name in VALUE_OPTIONS:
-                if not value:
-                    value = args[index + 1] if index + 1 < len(args) else ""
-                    skip = True
                 kind = SOURCE_OPTIONS.get(name)
                 if kind is not None:
                     indexes.append(value)
@@ -287,20 +309,11 @@ def _conda(tool: str, args: list[str], raw: str) -> InstallRequest:
     ``"pytorch>=2"``; conda's ``pytorch`` is torch), channels and the variant they ask for."""
     packages, channels, options = [], [], []
     asked = None
-    skip = False
-    for index, arg in enumerate(args):
-        if skip:
-            skip = False
-            continue
-        if arg.startswith("-"):
-            name, eq, value = arg.partition("=")
+    for name, value, arg in _arguments(args, CONDA_VALUE_OPTIONS, bare_takes_next=False):
+        if name is not None:
             options.append(name)
-            if name in CONDA_VALUE_OPTIONS:
-                if not eq:
-                    value = args[index + 1] if index + 1 < len(args) else ""
-                    skip = True
-                if name in ("-c", "--channel"):
-                    channels.append(value)
+            if name in ("-c", "--channel"):
+                channels.append(value)
             continue
         match = _CONDA_SPEC.match(arg.strip())
         if not match:

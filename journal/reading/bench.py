@@ -38,9 +38,9 @@ from journal.benchmarks.parsers import (
     SUCCESSFUL,
     VLLM_THROUGHPUT,
 )
-from journal.pitfalls.base import Evidence, Run, Subject
-from journal.pitfalls.commands import shell_pieces
 from journal.projections.metrics import NOT_IDENTITY, direction, higher_is_better
+from journal.reading.commands import shell_pieces
+from journal.reading.subject import Evidence, Run, Subject
 
 T = TypeVar("T")
 

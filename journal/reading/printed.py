@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from journal.pitfalls._install import output_changes
-from journal.pitfalls.base import Evidence, Run, Subject
-from journal.pitfalls.commands import shell_pieces
+from journal.reading.commands import shell_pieces
+from journal.reading.installs import output_changes
+from journal.reading.subject import Evidence, Run, Subject
 
 #: The expressions a check prints, by what they are: (fact, the regex of the printed value).
 TUPLE = r"\(\s*\d+(?:\s*,\s*\d+)*\s*,?\s*\)"
@@ -124,18 +124,6 @@ class Fact:
     value: Any
     evidence: Evidence
     pos: int
-
-
-def nccl_triple(value: Any) -> tuple[int, int, int] | None:
-    """(2, 28, 9) of ``(2, 28, 9)``, and of the integer older torch gives (2708: 2.7.8;
-    22703: 2.27.3)."""
-    if isinstance(value, tuple) and len(value) >= 3:
-        return (int(value[0]), int(value[1]), int(value[2]))
-    if isinstance(value, int):
-        if value >= 10000:
-            return (value // 10000, value % 10000 // 100, value % 100)
-        return (value // 1000, value % 1000 // 100, value % 100)
-    return None
 
 
 def _value(text: str) -> Any:

@@ -1,7 +1,7 @@
 """What an install step named and what it changed, shared by the install detectors.
 
 ``named(command)`` reads which packages a command asked for by name: the requirements of
-`pip install` / `uv pip install` (through :func:`journal.pitfalls.commands.install_requests`),
+`pip install` / `uv pip install` (through :func:`journal.reading.commands.install_requests`),
 wheel and sdist files, ``--upgrade-package`` / ``--reinstall-package`` values, ``#egg=``
 fragments and the targets of `pip uninstall`; and whether a requirements or constraints file
 may have named more.
@@ -10,21 +10,22 @@ may have named more.
 the step decide (certain); the output lines that show each change are added as evidence. In a
 transcript (or a journal run without snapshots) the output must do: uv's `` - numpy==2.4.2`` /
 `` + numpy==2.4.1`` lines, pip's ``Found existing installation: numpy 2.4.2`` and
-``Successfully installed … numpy-2.4.1``.
+``Successfully installed … numpy-2.4.1``, and a conda or mamba plan (read by
+:mod:`journal.reading.conda`).
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
-from journal.pitfalls.base import Evidence, Run, Subject
-from journal.pitfalls.commands import InstallRequest, install_requests
 from journal.projections.packages import change_text, normalize
+from journal.reading.commands import InstallRequest, install_requests, shell_words
+from journal.reading.conda import conda_plan, conda_version
+from journal.reading.subject import Evidence, Run, Subject
 from journal.versions import parse_version
 
 #: Options whose value is a file that may name (or pin) more packages than the command line.
@@ -60,171 +61,6 @@ PIP_INSTALLED_FAST = re.compile(r"Successfully installed ")
 PIP_UNINSTALLED = re.compile(r"\s*Successfully uninstalled (\S+)\s*$")
 PIP_UNINSTALLED_FAST = re.compile(r"Successfully uninstalled ")
 PIP_ROLLBACK = re.compile(r"Rolling back uninstall of (\S+)")
-#: conda's plan: `The following packages will be DOWNGRADED:` (UPDATED, SUPERSEDED by a
-#: higher-priority channel, REMOVED; `The following NEW packages will be INSTALLED:`), then
-#: one line per package: `  numpy    1.26.0-py311h08b1b3b_0 --> 1.24.3-py311h08b1b3b_1`,
-#: `  pytorch  pytorch/linux-64::pytorch-2.1.0-py3.11_cpu_0`.
-CONDA_BLOCK = re.compile(
-    r"^The following (?:NEW )?packages will be (?P<kind>INSTALLED|UPDATED|DOWNGRADED|REMOVED"
-    r"|SUPERSEDED)\b[^\n]*:[ \t]*$",
-    re.M,
-)
-CONDA_ENTRY = re.compile(
-    r"^[ \t]+(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*)[ \t]+(?P<old>\S+)"
-    r"(?:[ \t]+-->[ \t]+(?P<new>\S+))?[ \t]*$"
-)
-
-
-@dataclass(frozen=True)
-class CondaEntry:
-    """One package of a conda plan: its name (conda's ``pytorch`` is ``torch``), the version
-    and build it had and gets (None where absent), and the line."""
-
-    name: str
-    before: str | None
-    before_build: str
-    after: str | None
-    after_build: str
-    line: Evidence
-    downloaded: bool = False  # only in the download table: whether it was there is not said
-
-
-#: conda's names of torch (``pytorch-nightly``: its nightly package until 2019).
-CONDA_TORCH = ("pytorch", "pytorch-nightly")
-#: conda's download table: `    pytorch-1.12.1     |      py3.8_cpu_0       133.8 MB  pytorch`.
-CONDA_DOWNLOAD = re.compile(
-    r"^[ \t]+(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*?)-(?P<version>\d[^\s|]*?)[ \t]*\|[ \t]*"
-    r"(?P<build>\S+)[ \t]+[\d.]+ [KMG]?B\b",
-    re.M,
-)
-_BUILD_CUDA = re.compile(r"cuda_?(\d+)\.(\d+)|(?<![a-z])cu(\d)(\d{2})(?!\d)")
-
-
-def conda_version(version: str, build: str) -> str:
-    """A conda version with its build's variant as a local version label, so that a CUDA
-    build and a CPU build of one version differ: ``1.7.1`` with ``py3.8_cuda10.2_…`` is
-    ``1.7.1+cu102``, with ``cpu_py38h6a09485_0`` ``1.7.1+cpu``."""
-    if "+" in version:
-        return version
-    cuda = _BUILD_CUDA.search(build)
-    if cuda:
-        major, minor = (cuda.group(1), cuda.group(2)) if cuda.group(1) else cuda.group(3, 4)
-        return f"{version}+cu{major}{minor}"
-    if "cpu" in build:
-        return f"{version}+cpu"
-    return version
-
-
-def _conda_spec(name: str, spec: str) -> tuple[str, str]:
-    """(version, build) of ``pytorch/linux-64::pytorch-2.1.0-py3.11_cpu_0`` or ``1.0-cuda``
-    (a build cut short with ``~`` is kept as shown)."""
-    spec = spec.rpartition("::")[2]
-    if spec.startswith(name + "-"):
-        spec = spec[len(name) + 1 :]
-    version, _, build = spec.partition("-")
-    return version, build
-
-
-#: mamba's and micromamba's transaction table: a section (`  Downgrade:`), then rows of
-#: `  - pytorch   2.2.2  py3.11_cuda11.8_cudnn8.7.0_0  pytorch   Cached` (the old) and
-#: `  + pytorch   2.0.1  …` (the new); `Install:` rows only `+`, `Remove:` rows only `-`.
-MAMBA_SECTION = re.compile(
-    r"^[ \t]*(?P<kind>Install|Upgrade|Downgrade|Change|Remove|Reinstall):[ \t]*$", re.M
-)
-MAMBA_NEEDLES = ("Install:\n", "Downgrade:\n", "Change:\n", "Upgrade:\n", "Remove:\n")
-MAMBA_ROW = re.compile(
-    r"^[ \t]+(?P<sign>[+-])[ \t]+(?P<name>[A-Za-z0-9_][\w.-]*)[ \t]+(?P<version>\d\S*)"
-    r"[ \t]+(?P<build>\S+)[ \t]+\S+(?:[ \t]+\S+)?[ \t]*$"
-)
-
-
-def _mamba_table(run: Run) -> list[CondaEntry]:
-    found: list[CondaEntry] = []
-    text = run.text
-    for section in MAMBA_SECTION.finditer(text):
-        old: dict[str, tuple[str, str, Evidence]] = {}
-        pos, rows = section.end() + 1, 0
-        while pos < len(text) and rows < 5000:
-            end = text.find("\n", pos)
-            end = len(text) if end < 0 else end
-            line = text[pos:end]
-            pos = end + 1
-            stripped = line.strip()
-            if not stripped or set(stripped) <= set("─━-"):
-                continue
-            match = MAMBA_ROW.match(line)
-            if not match:
-                break  # the next section, or the summary
-            rows += 1
-            name = match.group("name")
-            key = "torch" if name in CONDA_TORCH else name
-            version, build = match.group("version"), match.group("build")
-            evidence = run.line_at(end - len(line))
-            if match.group("sign") == "-":
-                old[key] = (version, build, evidence)
-                if section.group("kind") == "Remove":
-                    found.append(CondaEntry(key, version, build, None, "", evidence))
-                continue
-            before = old.pop(key, None)
-            if before is None:
-                found.append(CondaEntry(key, None, "", version, build, evidence))
-            else:
-                found.append(CondaEntry(key, before[0], before[1], version, build, before[2]))
-    return found
-
-
-def conda_plan(run: Run) -> list[CondaEntry]:
-    """The packages of the conda (or mamba) plans the run's output shows, in order."""
-    if not run.has("The following ", *MAMBA_NEEDLES):
-        return []
-    found = []
-    text = run.text
-    for block in CONDA_BLOCK.finditer(text):
-        kind = block.group("kind")
-        pos = block.end() + 1
-        seen = 0
-        while pos < len(text) and seen < 2000:
-            end = text.find("\n", pos)
-            end = len(text) if end < 0 else end
-            line = text[pos:end]
-            pos = end + 1
-            if not line.strip():
-                if seen:
-                    break
-                continue
-            if line.strip().strip(".") == "":
-                continue  # `  ......` where a poster cut the list
-            match = CONDA_ENTRY.match(line)
-            if not match:
-                break
-            seen += 1
-            name = match.group("name")
-            old = _conda_spec(name, match.group("old"))
-            new = _conda_spec(name, match.group("new")) if match.group("new") else None
-            key = "torch" if name in CONDA_TORCH else name
-            evidence = run.line_at(end - len(line))
-            if kind == "INSTALLED":
-                found.append(CondaEntry(key, None, "", old[0], old[1], evidence))
-            elif kind == "REMOVED":
-                found.append(CondaEntry(key, old[0], old[1], None, "", evidence))
-            elif new is not None:
-                found.append(CondaEntry(key, old[0], old[1], new[0], new[1], evidence))
-    if run.has(*MAMBA_NEEDLES):
-        found += _mamba_table(run)
-    listed = {e.name for e in found}
-    if run.has("|"):  # the download table: builds of packages a cut-short plan does not list
-        for match, line in run.grep(CONDA_DOWNLOAD, "|", limit=500):
-            name = match.group("name")
-            key = "torch" if name in CONDA_TORCH else name
-            if key not in listed:
-                found.append(
-                    CondaEntry(
-                        key, None, "", match.group("version"), match.group("build"), line, True
-                    )
-                )
-    return found
-
-
 def grep_lines(
     run: Run, fast: re.Pattern[str], line: re.Pattern[str], *needles: str, limit: int = 5000
 ) -> list[tuple[re.Match[str], Evidence]]:
@@ -273,15 +109,6 @@ def requests(command: str) -> tuple[InstallRequest, ...]:
     return tuple(install_requests(command))
 
 
-def _words(command: str) -> list[str]:
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-        lexer.whitespace_split = True
-        return list(lexer)
-    except ValueError:
-        return command.split()
-
-
 @lru_cache(maxsize=4096)
 def named(command: str) -> Named:
     """What ``command`` asked for by name; see :class:`Named`."""
@@ -289,7 +116,7 @@ def named(command: str) -> Named:
     files: list[str] = []
     for req in requests(command):
         names |= req.names()
-    words = _words(command)
+    words = shell_words(command)
     for i, word in enumerate(words):
         option, eq, value = word.partition("=")
         if option in FILE_OPTIONS or option in NAME_OPTIONS:
@@ -503,7 +330,7 @@ def tool(command: str) -> str:
     reqs = requests(command)
     if reqs:
         return reqs[0].tool
-    return "uv" if any(w.rsplit("/", 1)[-1] == "uv" for w in _words(command)) else "pip"
+    return "uv" if any(w.rsplit("/", 1)[-1] == "uv" for w in shell_words(command)) else "pip"
 
 
 def dry_run(run: Run) -> bool:
@@ -513,16 +340,6 @@ def dry_run(run: Run) -> bool:
         return False
     installs = [r for r in requests(run.command) if r.tool in ("uv", "pip")]
     return bool(installs) and all("--dry-run" in r.options for r in installs)
-
-
-#: conda's (and mamba's) word that a plan was carried out, not only shown.
-CONDA_DONE = ("Executing transaction: done", "Transaction finished", "Executing transaction:")
-
-
-def plan_only(run: Run) -> bool:
-    """Whether the run's output shows a conda plan that it does not say was carried out (a
-    thread cut at the plan, an answer of `n`, `--dry-run`)."""
-    return bool(conda_plan(run)) and not run.has(*CONDA_DONE)
 
 
 _ENV_FILE = re.compile(

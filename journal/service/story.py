@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from journal.pitfalls._bench import DISPLAY
 from journal.pitfalls.base import Finding, Tally
 from journal.projections.drift.readings import key_package
 from journal.projections.metrics import (
@@ -39,6 +38,7 @@ from journal.projections.packages import normalize
 from journal.projections.timeline import ProbeView, StepRunView, Timeline
 from journal.projections.unread import Unread, of_probe, of_run, texts
 from journal.projections.verdict import VERDICT_WORDS, percent_change
+from journal.reading.bench import DISPLAY
 
 #: The probes that read the stack: torch-env, and what an imported transcript printed of it
 #: (recorded as a ``transcript`` reading of the same shape).

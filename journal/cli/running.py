@@ -1,0 +1,232 @@
+"""Running an upgrade: `journal init`, `run step`, `run probe`, `run plan`, `attach` and
+`demo` (docs/cli-running.md). Each command takes the context and its parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from journal.cli import render
+from journal.cli.context import Context, base_url_of, schedule_of
+from journal.cli.pitfalls import say_findings
+from journal.errors import BadInput
+from journal.paths import make_folder, write_file
+from journal.runbook import TEMPLATE, parse
+
+# journal.service (Fabric, SQLAlchemy) is imported inside the commands that run steps, so a
+# command refused for bad input answers at once instead of after the heavy imports.
+
+
+def init(ctx: Context, args: argparse.Namespace) -> int:
+    folder = Path(args.dir)
+    make_folder(folder, "`journal init`")
+    target = folder / "runbook.toml"
+    if target.exists():
+        raise BadInput(f"{target} already exists; `journal init` never overwrites a runbook")
+    from journal.runbook.checker import NAME_LENGTH
+
+    # the folder's name as a usable journal name: ASCII letters, digits, '.', '_', '-', cut to
+    # the length both backends keep (a 255-character folder name is a valid folder)
+    name = "".join(
+        c if (c.isascii() and c.isalnum()) or c in "._-" else "-" for c in folder.resolve().name
+    )
+    text = TEMPLATE.replace("{name}", name.strip("-._")[:NAME_LENGTH].strip("-._") or "upgrade")
+    from journal.service.steps import ensure_opened
+
+    runbook = parse(text, target)
+    if not ctx.db_given:
+        ctx.db = str(folder / "journal.db")
+    store = ctx.store  # a database that cannot be opened leaves no runbook behind
+    write_file(target, text, "the runbook")
+    ensure_opened(store, runbook)
+    from journal.store.engine import shown
+
+    print(f"wrote {target} and created the journal {runbook.name!r} in {shown(ctx.db)}")
+    print(f"next: edit {target}, then `journal run plan` (or `journal run step NAME`)")
+    return 0
+
+
+def run_step(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    step = runbook.step(args.name)
+    hosts = runbook.hosts_for(step, args.host, args.all_hosts, args.group)
+    schedule = schedule_of(args)
+    base_url = base_url_of(args)
+    from journal.cli.live import echo_for, fleet_report
+    from journal.runs import exit_status
+    from journal.service.steps import ensure_opened, run_step_fleet
+
+    ensure_opened(ctx.store, runbook)
+    notifier = ctx.notifier(base_url)
+    echo = echo_for(len(hosts))
+    from journal.service.attach import attach_lost
+
+    attach_lost(
+        ctx.store,
+        runbook,
+        [h.name for h in hosts],
+        echo,
+        accept_new_host_key=args.accept_new_host_key,
+        notifier=notifier,
+    )
+    fleet = run_step_fleet(
+        ctx.store,
+        runbook,
+        step,
+        hosts,
+        echo,
+        accept_new_host_key=args.accept_new_host_key,
+        schedule=schedule,
+        detach=args.detach,
+        notifier=notifier,
+    )
+    runs = fleet.results
+    for line in fleet_report(fleet, echo, render.verdict, lambda run: not run.outcome.ok):
+        print(line, file=sys.stderr)
+    say_findings(ctx.store, runbook.name, [run.run_id for run in runs], notifier)
+    if not fleet.complete:
+        return 130
+    return exit_status(runs)
+
+
+def attach(ctx: Context, args: argparse.Namespace) -> int:
+    """`journal attach RUN... | --all`: record the rest of lost runs and how they ended."""
+    if bool(args.runs) == bool(args.all):
+        raise BadInput("name the runs to attach to (as `journal status` lists them), or --all")
+    runbook = ctx.runbook
+    from journal.cli.live import echo_for
+    from journal.runs import exit_status
+    from journal.service.attach import attach as attach_runs
+    from journal.service.attach import lost_runs
+
+    lost = lost_runs(ctx.store, runbook, args.runs)
+    if not lost:
+        print("journal: no lost runs to attach to", file=sys.stderr)
+        return 0
+    echo = echo_for(1)
+    notifier = ctx.notifier()
+    runs = attach_runs(
+        ctx.store,
+        runbook,
+        lost,
+        echo,
+        accept_new_host_key=args.accept_new_host_key,
+        notifier=notifier,
+    )
+    for run in runs:
+        print(render.verdict(run), file=sys.stderr)
+    say_findings(ctx.store, runbook.name, [run.run_id for run in runs], notifier)
+    return exit_status(runs)
+
+
+def _refuse_imported(ctx: Context, names: list[str]) -> None:
+    """A host known only from an imported transcript has no address: exit 2 saying so."""
+    unknown = [name for name in names if name not in ctx.runbook.hosts]
+    if not unknown or not ctx.db_exists():
+        return
+    from journal.projections.imported import imported_names, probe_refusal
+
+    imported = imported_names(ctx.store, ctx.runbook.name)
+    for name in unknown:
+        if name in imported:
+            raise BadInput(probe_refusal(name, str(ctx.runbook.path)))
+
+
+def run_probe(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    if args.name not in runbook.probes:
+        from journal.runbook import suggest
+
+        hint = suggest(args.name, list(runbook.probes))
+        raise BadInput(f"{runbook.path}: no probe named {args.name!r}{hint}")
+    _refuse_imported(ctx, args.host)
+    hosts = runbook.chosen(args.host, args.group, args.all_hosts) or list(runbook.hosts.values())
+    schedule = schedule_of(args)
+    from journal.cli.live import echo_for, fleet_report
+    from journal.service.probe import run_probe as run_probe_service
+    from journal.service.steps import ensure_opened
+
+    ensure_opened(ctx.store, runbook)
+    echo = echo_for(len(hosts))
+    fleet = run_probe_service(
+        ctx.store,
+        runbook,
+        args.name,
+        hosts,
+        echo,
+        accept_new_host_key=args.accept_new_host_key,
+        schedule=schedule,
+    )
+    runs = fleet.results
+    # A probe's own lines (its summary, its expectations) were said as it ran: only the
+    # fleet's not-run hosts and summary are left to print.
+    for line in fleet_report(fleet, echo):
+        print(line, file=sys.stderr)
+    if args.json:
+        import json
+
+        print(json.dumps({run.host: run.result for run in runs}, indent=2, sort_keys=True))
+    if not fleet.complete:
+        return 130
+    if any(run.error and run.error.startswith("could not connect") for run in runs):
+        return 255
+    return 1 if any(run.error or run.failed for run in runs) else 0
+
+
+def run_plan(ctx: Context, args: argparse.Namespace) -> int:
+    runbook = ctx.runbook
+    # Names are checked before the journal is opened: bad input records nothing.
+    for name in (args.from_step, args.to_step):
+        if name is not None:
+            runbook.step(name)
+    if args.from_step and args.to_step:
+        if runbook.plan.index(args.to_step) < runbook.plan.index(args.from_step):
+            raise BadInput(f"--to {args.to_step} comes before --from {args.from_step} in the plan")
+    chosen = runbook.chosen(args.host, args.group, args.all_hosts)
+    schedule = schedule_of(args)
+    base_url = base_url_of(args)
+    from journal.cli.live import echo_for
+    from journal.cli.plan import run_plan as run_plan_service
+    from journal.service.attach import attach_lost
+    from journal.service.steps import ensure_opened
+
+    ensure_opened(ctx.store, runbook)
+    notifier = ctx.notifier(base_url)
+    attach_lost(
+        ctx.store,
+        runbook,
+        [h.name for h in chosen] or list(runbook.hosts),
+        echo_for(1),
+        accept_new_host_key=args.accept_new_host_key,
+        notifier=notifier,
+    )
+    return run_plan_service(
+        ctx.store,
+        runbook,
+        from_step=args.from_step,
+        to_step=args.to_step,
+        chosen=args.host,
+        groups=args.group,
+        all_hosts=args.all_hosts,
+        accept_new_host_key=args.accept_new_host_key,
+        schedule=schedule,
+        echo_for=echo_for,
+        detach=args.detach,
+        notifier=notifier,
+    )
+
+
+def demo(ctx: Context, args: argparse.Namespace) -> int:
+    """`journal demo [DIR]`: prepare the demo's folder (its wheels, venv and runbook), open its
+    journal there (unless --db names one) and run it, told in the terminal."""
+    from journal.cli.plan import TerminalDemoReport
+    from journal.demo.run import prepare, run_demo
+    from journal.runbook import load
+
+    root = Path(args.dir)
+    runbook = load(prepare(root))
+    if not ctx.db_given:
+        ctx.db = str(root.resolve() / "journal.db")
+    ctx.runbook_path = str(runbook.path)
+    return run_demo(ctx.store, runbook, TerminalDemoReport(), ctx.db)
