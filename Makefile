@@ -38,15 +38,15 @@ system-deps:
 	fi
 
 # Three workers (pytest-xdist) on the two cores of the machines this runs on (much of a test is
-# waiting on a subprocess, sshd or chromium: 324 s against 375 s with two, 385 s with four;
-# the default distribution beats --dist loadscope, loadgroup and worksteal: 329 s against
-# 396, 377 and 384 s for the 1,143 tests);
-# each starts its own sshd, PostgreSQL and chromium on free loopback ports. The tests start
-# journal as a process more than a thousand times: with PYTHONDONTWRITEBYTECODE set (as some
-# machines have it) each start compiles every module again, 0.27 s of 0.7 s, so it is unset.
+# waiting on a subprocess, sshd or chromium); tests are spread one by one, except the modules
+# marked with an xdist_group, whose expensive module fixtures (real venvs) one worker builds once.
+# Each worker starts its own sshd, PostgreSQL and chromium on free loopback ports. Most tests run
+# journal's main in their own process (tests/helpers.py); the rest start it as a process: with
+# PYTHONDONTWRITEBYTECODE set (as some machines have it) each start compiles every module
+# again, so it is unset.
 test: install system-deps
 	$(BIN)/ruff check journal tests bench migrations
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 3
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 3 --dist loadgroup
 
 # The demo journal, then the web UI on it: its URL is printed; Ctrl-C stops it.
 # The demo's own output goes to demo.log (shown if it fails); the URL is the last thing said.
