@@ -1,4 +1,4 @@
-"""The README's pitfall catalogue is the detectors' own text, and every pitfall is in it."""
+"""The catalogue page (docs/pitfalls.md) is the detectors' own text, and every pitfall is in it."""
 
 from __future__ import annotations
 
@@ -9,19 +9,20 @@ from pathlib import Path
 from journal.pitfalls import catalogue_markdown, detectors
 from tests.helpers import journal, no_traceback, text
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CATALOGUE = Path(__file__).resolve().parents[1] / "docs" / "pitfalls.md"
 
 
-def test_the_readme_catalogue_is_the_one_the_detectors_make() -> None:
-    readme = README.read_text()
+def test_the_catalogue_page_is_the_one_the_detectors_make() -> None:
+    page = CATALOGUE.read_text()
     found = re.search(
         r"<!-- catalogue: made by `python -m journal.pitfalls` -->\n(.*?)<!-- /catalogue -->",
-        readme,
+        page,
         re.S,
     )
-    assert found, "the README has no catalogue section"
+    assert found, "docs/pitfalls.md has no catalogue section"
     assert found.group(1) == catalogue_markdown(), (
-        "the README's catalogue is stale: paste `python -m journal.pitfalls` between its markers"
+        "docs/pitfalls.md's catalogue is stale: paste `python -m journal.pitfalls` between its "
+        "markers"
     )
     ids = re.findall(r"^#### `([a-z-]+)`$", found.group(1), re.M)
     assert ids == [m.ID for m in detectors()] and len(ids) >= 20
