@@ -216,11 +216,37 @@ def test_a_dev_release_comes_before_its_release() -> None:
     )
     passes("torch.version", ">=2.12.0.dev0", nightly())
     passes("torch.version", ">=2.12.0.dev0,<2.13.0.dev0", nightly())
-    passes("torch.version", "<2.12", nightly())  # the plain order lets the nightly in
     fails("torch.version", "<2.12.0.dev0", nightly())
     passes("torch.version", ">2.11", nightly())
     passes("torch.version", ">=2.12.0rc1", Facts({"torch-env": with_torch("2.12.0")}))
     fails("torch.version", ">=2.12.0", Facts({"torch-env": with_torch("2.12.0rc1")}))
+
+
+def test_an_exclusive_upper_bound_keeps_its_own_nightlies_out() -> None:
+    """PEP 440: ``<2.12`` admits no pre-release of 2.12 itself, so a 2.12 nightly fails it."""
+    verdict = fails("torch.version", "<2.12", nightly())
+    assert verdict.reason == (
+        "torch.version is 2.12.0.dev20260226+cu130, expected <2.12 (PEP 440 keeps 2.12.0's "
+        "own dev and pre-releases out of <2.12; write <2.12.0a0 to let its nightlies in)"
+    )
+    passes("torch.version", "<2.12.0a0", nightly())
+    passes("torch.version", "<2.13", nightly())
+
+
+def test_compatible_release_wildcards_and_arbitrary_equality() -> None:
+    passes("nccl", "~=2.28", h200())  # >=2.28, ==2.*
+    passes("nccl", "~=2.28.0", h200())  # >=2.28.0, ==2.28.*
+    fails("nccl", "~=2.29", h200())
+    fails("nccl", "~=2.28.10", h200())
+    passes("nccl", "==2.28.*", h200())
+    fails("nccl", "==2.29.*", h200())
+    fails("nccl", "!=2.28.*", h200())
+    passes("nccl", "!=2.29.*", h200())
+    passes("nccl", "===2.28.9", h200())
+    fails("nccl", "===2.28.09", h200())  # text, not versions: 2.28.09 == 2.28.9 but not ===
+    passes("torch.version", "~=2.12.0.dev0", nightly())
+    passes("torch.version", "==2.12.*", nightly())  # a wildcard takes the local variant in
+    passes("torch.version", ">=2.28,~=2.28.0", Facts({"torch-env": with_torch("2.28.3")}))
 
 
 def test_a_local_label_counts_only_when_the_expectation_names_one() -> None:
@@ -467,9 +493,11 @@ def test_check_all_raises_on_a_bad_spec_before_checking_anything() -> None:
         (">=2.28,", "empty part between its commas"),
         (">=2.28,,<3", "empty part between its commas"),
         ("2.28,<2.30", "'2.28' in '2.28,<2.30' has no comparison operator"),
-        ("~=2.4", "'~=' in '~=2.4' is not supported"),
-        ("===2.4", "is not supported"),
-        ("==2.4.*", "wildcards do not go with '=='"),
+        ("~=2", "'~=' needs a version of two parts or more, like ~=2.4 (>=2.4,<3)"),
+        (">=2.4.*", "a wildcard ('2.4.*') goes only with == or !="),
+        ("~=2.4.*", "a wildcard ('2.4.*') goes only with == or !="),
+        ("==2.4.*+cu130", "'2.4.*+cu130' is not a version"),
+        ("~=2.10+cu130", "a local variant (+cu130) goes only with == or !="),
         (">=2.10+cu130", "a local variant (+cu130) goes only with == or !="),
         (" 13.0", "has spaces around it"),
         ([], "an empty list"),

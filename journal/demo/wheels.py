@@ -21,10 +21,11 @@ import hashlib
 import html
 import io
 import os
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from journal.versions import canonical_name
 
 __all__ = ["INDEX_NAMES", "StandIn", "build_indexes", "build_wheel", "index_packages"]
 
@@ -57,7 +58,7 @@ class StandIn:
     @property
     def wheel_stem(self) -> str:
         """The distribution name as it appears in wheel and dist-info names (PEP 427)."""
-        return re.sub(r"[-_.]+", "_", self.name).lower()
+        return canonical_name(self.name).replace("-", "_")
 
     @property
     def filename(self) -> str:
@@ -75,9 +76,8 @@ class StandIn:
         return normalize(self.name)
 
 
-def normalize(name: str) -> str:
-    """Return the PEP 503 normalized form of a project name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+#: The PEP 503 normalized form of a project name.
+normalize = canonical_name
 
 
 def _module(doc: str, body: str = "") -> str:

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from journal.pitfalls import runtime as rt
 from journal.pitfalls.base import Finding, finding
 from journal.reading.subject import Evidence, Run, Subject
+from journal.versions import public_version
 
 #: What a reader says: (package, severity, title, advice, evidence).
 Said = tuple[str, str, str, str, list[Evidence]]
@@ -151,7 +152,7 @@ def _xformers(run: Run) -> Iterator[Said]:
             advice = (
                 f"install the xformers release built for torch {have} (each xformers release "
                 "is built for one torch, from the index of torch's CUDA variant: `pip install "
-                f"xformers==<release for {have.split('+')[0]}> --index-url "
+                f"xformers==<release for {public_version(have)}> --index-url "
                 "https://download.pytorch.org/whl/<torch's cuXXX>`), or put back torch "
                 f"{built}, which it was built for"
             )

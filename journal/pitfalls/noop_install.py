@@ -21,6 +21,7 @@ from journal.pitfalls.resolution import request_facts
 from journal.reading.commands import InstallRequest, install_requests
 from journal.reading.subject import Evidence, Run, Subject
 from journal.runs import FAILED, STOPPED
+from journal.versions import canonical_name
 
 ID = "noop-install"
 ORDER = 10
@@ -33,8 +34,7 @@ UV_CHANGE = re.compile(r"^ [-+~] [A-Za-z0-9]", re.M)
 PIP_SATISFIED = re.compile(r"^Requirement already satisfied: ([A-Za-z0-9._-]+)", re.M)
 
 
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+_normal = canonical_name
 
 
 def _output_says_noop(run: Run, req: InstallRequest) -> list[Evidence]:

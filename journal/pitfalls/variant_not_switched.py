@@ -29,6 +29,7 @@ from journal.reading.commands import (
 from journal.reading.conda import conda_plan
 from journal.reading.installs import requests_of, unique
 from journal.reading.subject import Evidence, Run, Subject
+from journal.versions import local_variant
 
 ID = "variant-not-switched"
 ORDER = 11
@@ -50,8 +51,7 @@ CUDA_LINE = re.compile(
 )
 
 
-def _local(version: str | None) -> str | None:
-    return version.split("+", 1)[1] if version and "+" in version else None
+_local = local_variant
 
 
 def _from_snapshot(run: Run, req: InstallRequest, variant: str) -> list[Evidence]:

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 from journal.pitfalls.base import Finding, finding
 from journal.reading.subject import Evidence, Run, Subject
+from journal.versions import canonical_name, public_version
 
 ID = "version-guard"
 ORDER = 72
@@ -49,9 +50,8 @@ MISSING = re.compile(
 PARTS = ("flashinfer-cubin", "flashinfer-jit-cache")
 
 
-def _dist(name: str) -> str:
-    """The distribution to install for a name as messages spell it (`flashinfer_python`)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+#: The distribution to install for a name as messages spell it (`flashinfer_python`).
+_dist = canonical_name
 
 
 def _snapshot_skew(run: Run) -> tuple[str, str, str, Evidence] | None:
@@ -73,7 +73,7 @@ def _skew_in(run: Run) -> tuple[str, str, str, Evidence] | None:
         return None
     for part in PARTS:
         have = (run.after.get(part) or {}).get("version")
-        if have and have.split("+", 1)[0] != main.split("+", 1)[0]:
+        if have and public_version(have) != public_version(main):
             text = f"after the step: {part} {have}, flashinfer-python {main}"
             return part, have, main, Evidence(text, None, run.event, run.key)
     return None
@@ -129,7 +129,7 @@ def detect(subject: Subject) -> Iterator[Finding]:
                 "warning",
                 f"{part} {have} is left beside flashinfer-python {main}: `import flashinfer` "
                 "will refuse to load",
-                f"install {part}=={main.split('+', 1)[0]} in the same step (`--index-url "
+                f"install {part}=={public_version(main)} in the same step (`--index-url "
                 "https://flashinfer.ai/whl`), or uninstall it",
                 [run.command_evidence(), evidence],
                 run,

@@ -14,15 +14,13 @@ did an install that said ``Checked 3 packages`` change anything at all.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from journal.events import PackagesSnapshotted
 from journal.mapper import Recorded
-from journal.versions import parse_version
+from journal.versions import canonical_name, local_variant, parse_version
 
 ChangeKind = Literal[
     "added", "removed", "upgraded", "downgraded", "reinstalled", "variant-switched"
@@ -39,20 +37,17 @@ KINDS: tuple[ChangeKind, ...] = (
 )
 
 
-_SEPARATORS = re.compile(r"[-_.]+")
-
-
-@functools.lru_cache(maxsize=16384)
-def normalize(name: str) -> str:
-    """A distribution name as PEP 503 compares it: lowercase, runs of ``-_.`` as one dash."""
-    return _SEPARATORS.sub("-", name).lower()
+#: A distribution name as PEP 503 compares it (``Nvidia_NCCL.cu13`` is ``nvidia-nccl-cu13``).
+normalize = canonical_name
 
 
 def _local_key(version: str) -> str | None:
-    """The local part of ``version`` (``cu130``) normalised for comparison, or None."""
-    if "+" not in version:
-        return None
-    return re.sub(r"[-_]", ".", version.split("+", 1)[1].strip()).lower()
+    """The local part of ``version`` (``cu130``) as PEP 440 compares it, or None."""
+    parsed = parse_version(version).parsed
+    if parsed is not None:
+        return parsed.local
+    variant = local_variant(version)
+    return variant.lower() if variant else None
 
 
 @dataclass(frozen=True)
@@ -86,12 +81,12 @@ class PackageChange:
     @property
     def before_variant(self) -> str | None:
         """The local part of the version before (``cu128``), if any."""
-        return self.before.split("+", 1)[1] if self.before and "+" in self.before else None
+        return local_variant(self.before)
 
     @property
     def after_variant(self) -> str | None:
         """The local part of the version after (``cu130``), if any."""
-        return self.after.split("+", 1)[1] if self.after and "+" in self.after else None
+        return local_variant(self.after)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form, for exports and templates."""

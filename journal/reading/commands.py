@@ -10,6 +10,8 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from journal.versions import canonical_name, local_variant
+
 #: Options that take a value (the value is not a package).
 VALUE_OPTIONS = {
     "-i",
@@ -94,7 +96,7 @@ class Requirement:
 
     @property
     def key(self) -> str:
-        return re.sub(r"[-_.]+", "-", self.name).lower()
+        return canonical_name(self.name)
 
     @property
     def pinned(self) -> str | None:
@@ -107,7 +109,7 @@ class Requirement:
     def variant(self) -> str | None:
         """``cu130`` of ``torch==2.12.0+cu130``."""
         pinned = self.pinned
-        return pinned.split("+", 1)[1] if pinned and "+" in pinned else None
+        return local_variant(pinned)
 
 
 @dataclass(frozen=True)
