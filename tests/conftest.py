@@ -20,6 +20,11 @@ from tests.sshd import Fleet, SshHome, SshServer
 # &`), and an ignored signal is inherited: a suite started under nohup would have every
 # journal it starts ignore the SIGHUP that the tests of a dropped session send.
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
+# The same for SIGINT: a shell starts a background job (`make test &`, a CI runner's job) with
+# SIGINT ignored, every journal the tests start would inherit that, and the tests of Ctrl-C
+# would wait 30 s for a journal that never hears it. Python's own handler is not inherited.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The tests start journal as a process more than a thousand times; each start would compile
 # every module again without the bytecode cache (0.27 s of a 0.7 s `journal status`).
