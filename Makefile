@@ -38,8 +38,8 @@ system-deps:
 	fi
 
 # Three workers (pytest-xdist) on the two cores of the machines this runs on (much of a test is
-# waiting on a subprocess, sshd or chromium); tests are spread one by one, except the modules
-# marked with an xdist_group, whose expensive module fixtures (real venvs) one worker builds once.
+# waiting on a subprocess, sshd or chromium); tests are spread one by one, except that the tests
+# sharing a module-scoped fixture run on one worker, which makes it once (tests/grouping.py).
 # Each worker starts its own sshd, PostgreSQL and chromium on free loopback ports. Most tests run
 # journal's main in their own process (tests/helpers.py); the rest start it as a process: with
 # PYTHONDONTWRITEBYTECODE set (as some machines have it) each start compiles every module

@@ -89,6 +89,7 @@ def in_process(
         sys.stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
         sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+        gc.freeze()  # what was there before: _exit_like_a_process looks only at the rest
         try:
             code = cli.main(argv)
         except SystemExit as exit_:
@@ -101,6 +102,7 @@ def in_process(
             stream.detach()  # the bytes stay readable once the wrapper goes
         _exit_like_a_process()
     finally:
+        gc.unfreeze()
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         for number, handler in saved_signals.items():
             signal.signal(number, handler)
@@ -115,7 +117,9 @@ def in_process(
 def _exit_like_a_process() -> None:
     """Collect what the command left behind, as its process's exit would, unheard: a
     connection a failed command dropped unclosed warns at garbage collection, which in a
-    process that ended never comes (so it would fall on whichever test runs next)."""
+    process that ended never comes (so it would fall on whichever test runs next). Only what
+    was made since the call began is looked at (the rest was frozen): a full collection of a
+    test process's heap took 80 ms, a fifth of a short command's time."""
     hook = sys.unraisablehook
     sys.unraisablehook = lambda unraisable: None
     try:

@@ -37,9 +37,6 @@ from journal.service.findings import judged
 from journal.terminal import clean
 from tests.helpers import journal, text, uv_binary
 
-#: One worker builds this module's envs once (its tests spread over workers built them on each).
-pytestmark = pytest.mark.xdist_group("test_pitfalls_install")
-
 DATA = Path(__file__).parent / "data" / "transcripts"
 NIGHTLY = "2.12.0.dev20260226+cu130"
 OWNED = ("downgrade-cascade", "torch-replaced", "dependency-conflict", "unverified-change")

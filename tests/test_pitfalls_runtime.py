@@ -38,9 +38,6 @@ from journal.reading.subject import Run, Subject
 from tests.helpers import journal, no_traceback, text, write_runbook
 from tests.torch_venv import torch_venv
 
-#: One worker builds this module's envs once (its tests spread over workers built them on each).
-pytestmark = pytest.mark.xdist_group("test_pitfalls_runtime")
-
 RUNTIME = {
     "masked-exit",
     "cpu-torch",

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VERSIONS = ROOT / "migrations" / "versions"
 
 WRITERS = 8
-PER_WRITER = 2_500
+PER_WRITER = 1_000
 
 #: One writer: opens the store, says it is ready, waits for the go file, then appends
 #: PER_WRITER events, each carrying the marker "TAG:N", in single appends and small batches.
