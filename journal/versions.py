@@ -16,7 +16,6 @@ import functools
 from dataclasses import dataclass
 from functools import total_ordering
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion
 from packaging.version import Version as Pep440
 
@@ -110,4 +109,8 @@ def public_version(text: str) -> str:
 @functools.lru_cache(maxsize=16384)
 def canonical_name(name: str) -> str:
     """A distribution name as PEP 503 compares it (``Nvidia_NCCL.cu13`` is ``nvidia-nccl-cu13``)."""
+    # imported here: packaging.utils brings packaging.tags (platform, sysconfig, subprocess,
+    # logging), 15 ms of every start of journal, --help's included, that compares no name
+    from packaging.utils import canonicalize_name
+
     return str(canonicalize_name(name))
