@@ -52,14 +52,21 @@ class EventFilter:
             f"SELECT seq, journal, ts, type, version, payload, hash FROM events WHERE seq > {mark}"
         )
         params: list[object] = [self.after]
+        # One run's events are found by the run_id index. Where the journal and the type are
+        # asked too, SQLite (which keeps no statistics here) takes the (journal, type, seq)
+        # index instead and reads every event of that type for each run: a postmortem reading
+        # 8,000 runs' output of a 100,000-event journal spent minutes so. Written as
+        # expressions (`journal || ''`), those columns serve no index, on any backend.
+        column = "{} || ''" if self.run_id is not None else "{}"
         if self.journal is not None:
-            sql += f" AND journal = {mark}"
+            sql += f" AND {column.format('journal')} = {mark}"
             params.append(self.journal)
         for values, op in ((self.types, "IN"), (self.exclude, "NOT IN")):
             if values is not None:
                 if not values and op == "NOT IN":
                     continue  # excluding nothing ("NOT IN (NULL)" would exclude everything)
-                sql += f" AND type {op} ({', '.join([mark] * len(values)) or 'NULL'})"
+                marks = ", ".join([mark] * len(values)) or "NULL"
+                sql += f" AND {column.format('type')} {op} ({marks})"
                 params.extend(values)
         if self.run_id is not None:
             sql += f" AND run_id = {mark}"
