@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import termios
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -207,9 +208,26 @@ def session(request: pytest.FixtureRequest, tmp_path: Path, demo: Path):
     return runbook(tmp_path, demo, server.alias), home.env()
 
 
-def test_a_session_is_recorded_command_by_command(tmp_path: Path, demo: Path, session) -> None:
-    rb, env = session
+@pytest.fixture
+def cu130_after(demo: Path) -> Iterator[Path]:
+    """The demo env's python, its cu130 torch put back after the test that changes it, passed
+    or failed, for the next test of this module."""
     py = demo / "ml-env/bin/python3"
+    yield py
+    subprocess.run(
+        [UV, "pip", "install", "-q", "--python", str(py), "torch", "--reinstall"]
+        + ["--index-url", f"file://{demo}/indexes/cu130/simple"],
+        env={**os.environ, "UV_CACHE_DIR": str(demo / "uv-cache"), "UV_NO_CONFIG": "1"},
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_a_session_is_recorded_command_by_command(
+    tmp_path: Path, demo: Path, session, cu130_after: Path
+) -> None:
+    rb, env = session
+    py = cu130_after
     index = f"file://{demo}/indexes/cu128/simple"
     install = f"{UV} pip install --python {py} torch --index-url {index}"
     doc = tmp_path / "notes.txt"
@@ -234,9 +252,18 @@ def test_a_session_is_recorded_command_by_command(tmp_path: Path, demo: Path, se
         assert b"journal: step-interrupted \xe2\x80\x94 sleep was interrupted (Ctrl-C)" in said
         assert b"type it again" in said  # not a `journal run step` of a step there is not
         shell.resize(33, 101)
-        os.write(shell.fd, b"stty size\r")  # readline may redraw its prompt first
-        shell.expect(b"33 101\r\n")
-        shell.expect(PROMPT)
+        # the new size reaches the session's terminal when journal has read its SIGWINCH
+        # (over SSH: when sshd has the window change); a person types after that, a test
+        # may not, so it asks until the size is there (readline may redraw its prompt first)
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            os.write(shell.fd, b"stty size\r")
+            shell.expect(b"stty size\r\n")  # the line as typed, then what stty printed
+            size = shell.expect(b"\r\n")
+            shell.expect(PROMPT)
+            if size.endswith(b"\r33 101\r\n") or size == b"33 101\r\n":
+                break
+            assert time.monotonic() < deadline, f"the session's terminal stayed {size!r}"
         os.write(shell.fd, f"less {doc}\r".encode())
         shell.expect(b"line 10")
         os.write(shell.fd, b"q")
@@ -248,6 +275,8 @@ def test_a_session_is_recorded_command_by_command(tmp_path: Path, demo: Path, se
     assert OSC not in shell.seen  # the marks never reach the terminal
     assert b"by hand" not in shell.seen
     done = runs(tmp_path / "journal.db")
+    # a `stty size` typed before the new size arrived is recorded too, with the old size
+    done = [r for r in done if r["start"].command != "stty size" or b"33 101" in r["out"]]
     assert [r["start"].command for r in done] == [
         "echo hi",
         "sh -c 'exit 3'",
@@ -303,14 +332,6 @@ def test_a_session_is_recorded_command_by_command(tmp_path: Path, demo: Path, se
     assert "by hand" in html and "by hand" not in only  # the note is no interactive run
     page = client.get(f"/j/shell/run/{noop['start'].run}").get_data(as_text=True)
     assert 'class="tag interactive"' in page and "noop-install" in page
-    # the demo's env back as it was, for the next session of this module
-    subprocess.run(
-        [UV, "pip", "install", "-q", "--python", str(py), "torch", "--reinstall"]
-        + ["--index-url", f"file://{demo}/indexes/cu130/simple"],
-        env={**os.environ, "UV_CACHE_DIR": str(demo / "uv-cache"), "UV_NO_CONFIG": "1"},
-        check=True,
-        capture_output=True,
-    )
 
 
 def test_a_note_typed_inside_the_session_goes_to_the_same_journal(

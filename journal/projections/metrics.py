@@ -12,6 +12,8 @@ again). Figures that cannot be trusted (``invalid``) are shown but never paired.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -245,8 +247,14 @@ def all_series(timeline: Timeline) -> list[Series]:
 
 def change_steps(timeline: Timeline) -> list[StepRunView]:
     """The step runs that may change a figure: every run but the benchmarks' own (a run that
-    recorded figures, or a `journal run bench`)."""
-    return [run for run in timeline.step_runs() if run.benchmark is None and not run.metrics]
+    recorded figures, or a `journal run bench`), in the order they started (:func:`_between`
+    looks a pair's steps up by that order)."""
+    found = [run for run in timeline.step_runs() if run.benchmark is None and not run.metrics]
+    return sorted(found, key=_seq)
+
+
+def _seq(run: StepRunView) -> int:
+    return run.seq
 
 
 def _trusted(series: Series) -> list[MetricView]:
@@ -257,14 +265,15 @@ def _between(
     series: Series, before: MetricView, after: MetricView, steps: list[StepRunView]
 ) -> tuple[str, tuple[str, ...]]:
     """What lies between two figures: its basis (``phase``, ``steps``, ``repeat``) and the
-    steps run on the series' host in between."""
-    between = tuple(
-        dict.fromkeys(
-            run.step
-            for run in steps
-            if before.seq < run.seq < after.seq and (series.host is None or run.host == series.host)
-        )
-    )
+    steps run on the series' host in between (``steps`` as :func:`change_steps` gives them:
+    found by bisection, so a journal's pairs cost their steps, not pairs × steps)."""
+    found: dict[str, None] = {}
+    for run in itertools.islice(steps, bisect.bisect_right(steps, before.seq, key=_seq), None):
+        if run.seq >= after.seq:
+            break
+        if series.host is None or run.host == series.host:
+            found[run.step] = None
+    between = tuple(found)
     if before.phase != after.phase and (before.phase or after.phase):
         return "phase", between
     if between:
