@@ -176,14 +176,14 @@ SLOW_MODULES = {
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test by the real components it starts, so `-m "not browser"` and the like
     pick a part of the suite: ssh, postgres, browser, slow. A test that uses a module-scoped
     fixture joins its module's xdist group (``--dist loadgroup``): one worker makes the
     module's fixtures once, where tests spread over three workers made them three times."""
     from tests.grouping import group_by_module_fixtures
 
-    group_by_module_fixtures(items)
+    group_by_module_fixtures(config, items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in MARKED_BY.items():

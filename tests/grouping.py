@@ -10,9 +10,11 @@ from __future__ import annotations
 import pytest
 
 
-def group_by_module_fixtures(items: list[pytest.Item]) -> None:
+def group_by_module_fixtures(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test that uses a module-scoped fixture with its module's xdist group (run
-    before xdist reads the groups)."""
+    before xdist reads the groups; nothing without xdist, whose mark it is)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         if item.module is not None and _uses_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__.rsplit(".", 1)[-1]))

@@ -16,8 +16,8 @@ import pytest
 from tests.grouping import group_by_module_fixtures
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items):
-    group_by_module_fixtures(items)
+def pytest_collection_modifyitems(config, items):
+    group_by_module_fixtures(config, items)
 """
 
 MODULE = """

@@ -57,16 +57,16 @@ class EventFilter:
         # index instead and reads every event of that type for each run: a postmortem reading
         # 8,000 runs' output of a 100,000-event journal spent minutes so. Written as
         # expressions (`journal || ''`), those columns serve no index, on any backend.
-        column = "{} || ''" if self.run_id is not None else "{}"
+        unindexed = " || ''" if self.run_id is not None else ""
         if self.journal is not None:
-            sql += f" AND {column.format('journal')} = {mark}"
+            sql += f" AND journal{unindexed} = {mark}"
             params.append(self.journal)
         for values, op in ((self.types, "IN"), (self.exclude, "NOT IN")):
             if values is not None:
                 if not values and op == "NOT IN":
                     continue  # excluding nothing ("NOT IN (NULL)" would exclude everything)
                 marks = ", ".join([mark] * len(values)) or "NULL"
-                sql += f" AND {column.format('type')} {op} ({marks})"
+                sql += f" AND type{unindexed} {op} ({marks})"
                 params.extend(values)
         if self.run_id is not None:
             sql += f" AND run_id = {mark}"
