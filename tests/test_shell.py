@@ -360,11 +360,15 @@ def test_a_shell_killed_mid_command_leaves_it_interrupted(tmp_path: Path, demo: 
         os.write(shell.fd, b"echo $$ > shell.pid; sleep 30\r")
         shell.expect(b"sleep 30\r\n")
         # live in the web UI like a step: running, tagged interactive
+        # (the terminal echoes the line before the shell's mark of it reaches the recorder)
         client = create_app({"DB": str(tmp_path / "journal.db"), "TESTING": True}).test_client()
+        end = time.monotonic() + WAIT_S
         html = client.get("/j/shell").get_data(as_text=True)
+        while 'data-status="running"' not in html and time.monotonic() < end:
+            time.sleep(0.05)
+            html = client.get("/j/shell").get_data(as_text=True)
         assert 'data-status="running"' in html and 'class="tag interactive"' in html
         pid_file = tmp_path / "shell.pid"
-        end = time.monotonic() + WAIT_S
         while not pid_file.exists() or not pid_file.read_text().strip():
             assert time.monotonic() < end
             time.sleep(0.05)
