@@ -35,6 +35,15 @@
 
   // A "copy" button copies the text of the element its data-copy names (the rollback
   // command a run's page offers), and says so.
+  // A filter's select (the findings page's pitfall) asks for its page when it changes; its
+  // button does the same without a script.
+  document.addEventListener("change", function (evt) {
+    var select = evt.target;
+    if (select.matches && select.matches("select[data-submit-on-change]") && select.form) {
+      select.form.submit();
+    }
+  });
+
   document.addEventListener("click", function (evt) {
     var button = evt.target.closest ? evt.target.closest("button[data-copy]") : null;
     if (!button) { return; }

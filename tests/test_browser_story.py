@@ -138,3 +138,20 @@ def test_a_run_page_offers_its_way_back_to_copy(browser: Browser, url: str) -> N
         assert page.evaluate("navigator.clipboard.readText()") == command.inner_text()
     finally:
         page.context.close()
+
+
+def test_choosing_a_pitfall_on_the_findings_page_shows_its_findings_alone(
+    browser: Browser, url: str
+) -> None:
+    page = _page(browser, viewport={"width": 1200, "height": 800})
+    page.goto(f"{url}/j/{DEMO}/findings")
+    select = page.locator("select[name=pitfall]")
+    ids = [v for v in select.locator("option").evaluate_all("os => os.map(o => o.value)") if v]
+    assert len(ids) > 1, ids
+    every = page.locator("article.finding").count()
+    select.select_option(ids[0])  # no button: the page's script asks for it on change
+    page.wait_for_url(re.compile(rf"/findings\?pitfall={re.escape(ids[0])}$"))
+    keys = page.locator("article.finding").evaluate_all("fs => fs.map(f => f.dataset.key)")
+    assert keys and len(keys) < every and all(k.startswith(f"{ids[0]}:") for k in keys), keys
+    assert page.locator("select[name=pitfall]").input_value() == ids[0]
+    page.context.close()

@@ -448,3 +448,73 @@ def test_the_demo_upgrade_tells_what_changed_and_what_fixed_it(tmp_path: Path) -
     assert list(_md_sections(md)) == SECTIONS
     assert "`torch 2.10.0+cu128 -> 2.12.0.dev20260226+cu130 (upgraded, variant switched)`" in md
     assert "- `install-torch` at " in md and "  - no package changed" in md
+
+
+PARTS = f"""[journal]
+name = "parts"
+
+[hosts.here]
+ssh = "local"
+python = "{sys.executable}"
+
+[[steps]]
+name = "first"
+run = "echo one"
+
+[[steps]]
+name = "second"
+run = "echo two"
+"""
+
+
+def test_a_postmortem_can_tell_one_plan_run_or_what_came_since_a_moment(tmp_path: Path) -> None:
+    db, runbook = tmp_path / "journal.db", write_runbook(tmp_path, PARTS)
+    _ok("run", "plan", db=db, runbook=runbook)
+    _ok("note", "between the two plan runs", "--tag", "lesson", db=db, runbook=runbook)
+    _ok("run", "plan", "--from", "first", db=db, runbook=runbook)
+
+    def doc(*args: str) -> dict[str, Any]:
+        return json.loads(_ok("export", "postmortem", "--format", "json", *args, db=db))
+
+    whole = doc()
+    assert whole["part"] is None and whole["title"] == "Postmortem: parts"
+    kinds = [(e["kind"], e.get("step")) for e in whole["timeline"]]
+    assert kinds.count(("step", "first")) == 2 and len(whole["timeline"]) == 5
+    runs = [e for e in whole["timeline"] if e["kind"] == "step"]
+    note = next(e for e in whole["timeline"] if e["kind"] != "step")
+
+    latest = doc("--plan-run", "latest")
+    plan = latest["part"]["plan_run"]
+    assert latest["title"] == f"Postmortem: parts (plan run {plan})"
+    assert [e["time"] for e in latest["timeline"]] == [e["time"] for e in runs[2:]]
+    assert latest["lessons"] == []  # the note came before that plan run
+    # a unique prefix names the same plan run; the markdown says which part it tells
+    assert doc("--plan-run", plan[:14])["timeline"] == latest["timeline"]
+    md = _ok("export", "postmortem", "--plan-run", plan, db=db)
+    assert md.startswith(f"# Postmortem: parts (plan run {plan})")
+
+    since = doc("--since", note["time"])
+    assert since["part"] == {"since": note["time"], "plan_run": None}
+    assert [e["time"] for e in since["timeline"]] == [note["time"]] + [e["time"] for e in runs[2:]]
+    assert [n["text"] for n in since["lessons"]] == ["between the two plan runs"]
+    assert len(doc("--since", "2w")["timeline"]) == 5
+
+    # what cannot name a part is refused in one paragraph, and nothing is written
+    before = db.read_bytes()
+    cases = [
+        (["--since", "yesterday"], "--since: 'yesterday' is no moment: give a date"),
+        (
+            ["--plan-run", "zzz"],
+            f"--plan-run: the journal 'parts' has no plan run 'zzz' (the latest first: {plan}",
+        ),
+        (
+            ["--since", "2999-01-01"],
+            "the journal 'parts' holds nothing (since 2999-01-01 00:00 UTC)",
+        ),
+    ]
+    for args, said in cases:
+        result = journal("export", "postmortem", *args, "-o", str(tmp_path / "pm.md"), db=db)
+        err = text(result.stderr)
+        assert result.returncode == 2 and said in err and no_traceback(result), (args, err)
+        assert err.count("\n") == 1 and not (tmp_path / "pm.md").exists()
+    assert db.read_bytes() == before

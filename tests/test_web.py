@@ -22,12 +22,13 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from journal.events import NoteAdded, OutputChunk, PitfallAcknowledged, StepStarted
+from journal.events import NoteAdded, OutputChunk, PitfallAcknowledged, StepFinished, StepStarted
 from journal.pitfalls import counts
 from journal.pitfalls.subjects import from_journal
 from journal.service.findings import journal_findings
 from journal.store import EventStore
 from journal.web import create_app
+from journal.web.findings import PER_PAGE
 from journal.web.output import to_html
 from journal.web.selection import NEWEST
 from tests.conftest import copy_demo
@@ -217,7 +218,9 @@ def test_timeline_shows_runs_in_order_with_status_duration_exit_and_finding_badg
     install = run_ids(demo, DEMO)[("install-torch", "local")]
     item = html[html.index(f'id="run-{install}"') :].split("</li>\n<li", 1)[0]
     assert "succeeded" in item and "exit 0" in item and 'class="duration"' in item
-    assert f'href="/j/{DEMO}/findings#f-noop-install:{install}">noop-install (resolved)</a>' in item
+    key = f"noop-install:{install}"  # the badge opens the findings page that holds it
+    href = f"/j/{DEMO}/findings?finding={key}#f-{key}"
+    assert f'href="{href}">noop-install (resolved)</a>' in item
     assert "numpy 2.4.2 -&gt; 2.4.1 (downgraded)" in html  # reinstall-torch's diff
     assert "ok expect torch.version = *+cu130 (2.12.0.dev20260226+cu130)" in html
     assert 'id="timeline-items" data-last-seq="' in html
@@ -727,3 +730,60 @@ def test_a_long_timeline_shows_its_newest_items_and_links_to_all(tmp_path: Path)
         every = page(client, "/j/long?every=1")
         assert len(re.findall(r"<li class=\"item note\"", every)) == NEWEST + 40
         assert "note 0<" in every and "earlier item" not in every
+
+
+def test_the_findings_page_is_paged_filtered_and_opens_on_the_finding_a_link_names(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "journal.db"
+    store = EventStore(str(db))
+    events: list = []
+    for i in range(130):  # 130 no-op installs on three hosts: a finding each
+        run, host, out = f"r{i:04d}", f"gpu-{i % 3}", "Audited 1 package in 3ms\n"
+        events += [
+            StepStarted(run, "install-torch", host, "local", "uv pip install torch"),
+            OutputChunk(run, host, "stderr", out, "utf-8", len(out), 0.1),
+            StepFinished(run, host, "succeeded", 0, 1.0),
+        ]
+    events.append(PitfallAcknowledged("noop-install:r0007", "known", "ana"))
+    try:
+        store.append("many", events)
+        found, _ = journal_findings(store, "many")
+    finally:
+        store.close()
+    keys = [f.key for f in found]
+    assert len(keys) == 130
+    client = make_client(db)
+
+    def shown(url: str) -> list[str]:
+        return re.findall(r'<article class="finding [^"]*" id="f-([^"]+)"', page(client, url))
+
+    first = page(client, "/j/many/findings")
+    assert shown("/j/many/findings") == keys[:PER_PAGE]
+    assert "page 1 of 3 (130 findings)" in first and 'rel="prev"' not in first
+    assert 'rel="next" href="/j/many/findings?page=2"' in first
+    assert ">open only (129)</a>" in first and ">acknowledged (1)</a>" in first
+    assert shown("/j/many/findings?page=3") == keys[2 * PER_PAGE :]
+    assert shown("/j/many/findings?page=99") == keys[2 * PER_PAGE :]  # the last page
+    acked = shown("/j/many/findings?show=acknowledged")
+    assert acked == ["noop-install:r0007"]
+    assert "noop-install:r0007" not in shown("/j/many/findings?show=open")
+    assert shown("/j/many/findings?show=resolved") == []
+    # a link to one finding opens the page that holds it, in the state asked if it is there
+    late = keys[120]
+    assert late in shown(f"/j/many/findings?finding={late}")
+    resolved = shown("/j/many/findings?show=resolved&finding=noop-install:r0007")
+    assert "noop-install:r0007" in resolved
+    # bad input is a plain 400 naming it
+    for bad in ("show=gone", "page=x"):
+        answer = client.get(f"/j/many/findings?{bad}")
+        assert answer.status_code == 400 and b"Traceback" not in answer.data
+        assert bad.split("=")[1].encode() in answer.data
+    # an acknowledgement made on page 3 comes back to the page that holds that finding
+    token = re.search(r'name="csrf_token" value="([^"]+)"', first).group(1)  # type: ignore[union-attr]
+    done = client.post(
+        "/j/many/findings/ack", data={"finding": late, "note": "fine", "csrf_token": token}
+    )
+    target = done.headers["Location"]
+    assert done.status_code == 303 and target.endswith(f"#f-{late}")
+    assert late in shown(target.split("#")[0])

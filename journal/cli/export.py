@@ -19,6 +19,7 @@ from typing import Any
 from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
 from journal.paths import output_file, write_file
+from journal.projections.period import find_plan_run, since_moment
 from journal.service.runs import find_stored_run
 
 #: File suffixes and the format each names.
@@ -49,6 +50,18 @@ def add_parser(exp_sub: Any, command: Any) -> None:
         help="where `journal serve` is reached (http://host:8000): action items and failed "
         "steps link to their run pages there",
     )
+    p.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="tell only what was recorded from WHEN on: a date (2026-11-28), a UTC date and "
+        "time (2026-11-28T09:30) or a span before now (12h, 7d, 2w)",
+    )
+    p.add_argument(
+        "--plan-run",
+        metavar="PLAN_RUN",
+        help="tell only one `journal run plan` (its id as the web's plan-run page shows it, "
+        "a unique prefix, or latest): its step runs and what was recorded while it ran",
+    )
     p = command("cast", cast, "a step run's output as asciicast v2", parent=exp_sub)
     p.add_argument("run_id", metavar="RUN_ID", help="the step run (a unique prefix will do)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.cast")
@@ -57,13 +70,15 @@ def add_parser(exp_sub: Any, command: Any) -> None:
 def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export import postmortem as export
     from journal.export.changes import failures, read_outputs
-    from journal.service.findings import journal_findings
+    from journal.projections.period import Part, cut
+    from journal.service.findings import findings_in, journal_findings
 
     base_url = base_url_of(args)
     output = output_file(Path(args.output), "the postmortem") if args.output else None
     fmt = args.format or (SUFFIXES.get(output.suffix.lower()) if output else None) or "md"
     journal = ctx.read_journal()
     ctx.require_db()
+    since = _since(args.since)
     findings, timeline = journal_findings(ctx.store, journal)
     if export.is_empty(timeline):
         raise BadInput(
@@ -71,12 +86,22 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
             "run, probe, figure or note (`journal run step NAME` or `journal import "
             "transcript FILE --host H` records some)"
         )
+    part = Part(since, _plan_run(timeline, args.plan_run))
+    if part:
+        timeline = cut(timeline, part)
+        findings = findings_in(findings, timeline)
+        if export.is_empty(timeline):
+            raise BadInput(
+                f"the journal {journal!r} holds nothing{export.part_title(part)} to write a "
+                "postmortem about: no step run, probe, figure or note"
+            )
     doc = export.build(
         findings,
         timeline,
         outputs=read_outputs(ctx.store, journal, timeline),
         tails=failures(ctx.store, timeline),
         base_url=base_url,
+        part=part or None,
     )
     if output is None:
         sys.stdout.write(export.render(doc, fmt))
@@ -94,6 +119,24 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
         f"{found} pitfall{'' if found == 1 else 's'}, {len(doc['timeline'])} timeline items)"
     )
     return 0
+
+
+def _since(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return since_moment(text)
+    except ValueError as exc:
+        raise BadInput(f"--since: {exc}") from None
+
+
+def _plan_run(timeline: Any, wanted: str | None) -> str | None:
+    if wanted is None:
+        return None
+    try:
+        return find_plan_run(timeline, wanted)
+    except ValueError as exc:
+        raise BadInput(f"--plan-run: {exc}") from None
 
 
 def cast(ctx: Context, args: argparse.Namespace) -> int:

@@ -86,6 +86,7 @@ from journal.export.findings import action_items, pitfall_dict, run_url
 from journal.export.impact import headline_text, impact
 from journal.pitfalls.base import SEVERITIES, STATES, Finding
 from journal.projections.metrics import change_steps
+from journal.projections.period import Part
 from journal.projections.progress import stands
 from journal.projections.timeline import (
     NoteView,
@@ -119,6 +120,7 @@ def build(
     journal_version: str | None = None,
     tails: Mapping[str, dict[str, Any]] | None = None,
     base_url: str | None = None,
+    part: Part | None = None,
 ) -> dict[str, Any]:
     """The postmortem of a judged journal (see the module docstring for its keys).
 
@@ -126,7 +128,9 @@ def build(
     :func:`journal.export.changes.outputs_needed`), read for the changes their installer
     printed; ``charts`` the charts of the figures (default: :func:`charts_of` the timeline);
     ``tails`` the stderr tail of each failed run (:func:`journal.export.changes.failures`);
-    ``base_url`` where the web serves the journal, for links to run pages.
+    ``base_url`` where the web serves the journal, for links to run pages; ``part`` the
+    part of the journal told (``timeline`` and ``findings`` are cut to it: see
+    :mod:`journal.projections.period`), named in the title and under ``part``.
     """
     from journal.service.story import lines, story
 
@@ -148,7 +152,8 @@ def build(
     return {
         "format": "journal-postmortem",
         "version": 1,
-        "title": f"Postmortem: {timeline.journal}",
+        "title": f"Postmortem: {timeline.journal}{part_title(part)}",
+        "part": {"since": part.since, "plan_run": part.plan_run} if part else None,
         "date": start[:10] if start else None,
         "period": {
             "start": start,
@@ -210,6 +215,17 @@ def build(
             },
         },
     }
+
+
+def part_title(part: Part | None) -> str:
+    """`` (since 2026-11-28 00:00 UTC)``, `` (plan run 1a2b…)`` or both; nothing for a
+    whole journal."""
+    if not part:
+        return ""
+    said = [f"plan run {part.plan_run}"] if part.plan_run else []
+    if part.since:
+        said.append(f"since {part.since[:16].replace('T', ' ')} UTC")
+    return f" ({', '.join(said)})"
 
 
 def failures_of(

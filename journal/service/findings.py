@@ -57,6 +57,22 @@ def journal_findings(store: EventStore, journal: str) -> tuple[list[Finding], Ti
     return found, current_timeline(store, journal)
 
 
+def findings_in(found: list[Finding], timeline: Timeline) -> list[Finding]:
+    """The findings about a part of a journal (``timeline`` cut by
+    :func:`journal.projections.period.cut`): those of its runs, and those of no run that hold
+    from an event within it (a figure that fell, a host's drift)."""
+    if not timeline.items:
+        return []
+    first = min(item.seq for item in timeline.items)
+    last = max(item.seq for item in timeline.items)
+    return [
+        f
+        for f in found
+        if f.run in timeline.runs
+        or (f.run is None and f.seq is not None and first <= f.seq <= last)
+    ]
+
+
 def replayed_findings(store: EventStore, journal: str) -> tuple[list[Finding], Timeline]:
     """The findings of a journal judged from scratch over every event, and its timeline:
     what the findings projection must always agree with."""

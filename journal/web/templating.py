@@ -64,6 +64,11 @@ def actual(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def finding_url(journal: str, key: str) -> str:
+    """Where one finding is shown: the findings page that holds it, at its anchor."""
+    return url_for("findings.page", journal=journal, finding=key) + f"#f-{key}"
+
+
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(
         when=when,
@@ -79,6 +84,7 @@ def init_app(app: Flask) -> None:
         plural=plural,
         probe_summary=summary,
         evidence_href=evidence_href,
+        finding_url=finding_url,
         kind_of=kind_of,
         SEVERITIES=SEVERITIES,
     )
