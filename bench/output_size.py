@@ -11,10 +11,20 @@ peak RSS is its own:
 - the story's commands: `journal status`, `journal show RUN` (its output's tail), `journal
   show RUN --output` (all of it) and `journal export postmortem`.
 
-Shapes: 2 MB and 200 MB of uv-like lines in colour, a single 200 MB line, and a failed
-install that printed 200 MB on stderr (no snapshots: the postmortem reads what its installer
-printed, and the tail of its stderr).
-Targets (issue 14): peak RSS within 150 MB whatever the output; judging 200 MB within 10 s.
+- the exports and checks of the record: `journal export cast RUN` (the run's output as an
+  asciicast) and `journal verify` (the hash chain over every event).
+
+Shapes: 2 MB and 200 MB of uv-like lines in colour, each line its own (a package and a
+version of its own, as a real install's are: identical lines would flatter anything that
+keeps what it saw), a single 200 MB line, and a failed install that printed 200 MB on stderr
+(the postmortem reads what its installer printed, and the tail of its stderr). Every step
+takes its package snapshots before and after, as a runbook's steps do by default.
+
+Then a pasted session of 200 MB (a prompt, an install that printed those lines, a prompt and
+torch's version): `journal lint` of it, and `journal import transcript` of it.
+
+Targets (issues 14, 29): peak RSS within 150 MB whatever the output; judging 200 MB within
+10 s.
 
 Run: ``.venv/bin/python bench/output_size.py [--keep DIR]`` (a few minutes).
 """
@@ -34,8 +44,11 @@ TIME = "/usr/bin/time"
 RSS_TARGET_MB = 150
 JUDGE_TARGET_S = 10.0
 
-#: uv's coloured `+ numpy==2.4.2` line (printf makes the escape codes)
-COLOURED = r"""yes "$(printf '\033[32m+\033[0m \033[1mnumpy\033[0m==2.4.2 building 50%%')" """
+#: uv's coloured `+ numpy==2.4.2` lines, each of another package and version (awk counts)
+COLOURED = (
+    r"""awk 'BEGIN {for (i = 1; ; i++) printf "\033[32m+\033[0m \033[1mpkg-%d\033[0m==2.%d.%d """
+    r"""building %d%%\n", i, i % 13, i % 101, i % 100}'"""
+)
 #: how a step prints what ``make`` makes, ``size`` bytes of it
 PRINTS = "{make} | head -c {size}"
 #: an install (as the postmortem reads a command) that prints as much on stderr and fails:
@@ -61,7 +74,6 @@ ssh = "local"
 STEP = """
 [[steps]]
 name = "{name}"
-snapshots = false
 run = '''{run}'''
 """
 
@@ -114,6 +126,8 @@ def main() -> int:
             f"journal show {run_id[:8]}": ["show", run_id],
             "journal show --output": ["show", run_id, "--output"],
             "journal export postmortem": ["export", "postmortem", "-o", "pm.md"],
+            "journal export cast": ["export", "cast", run_id, "-o", "run.cast"],
+            "journal verify": ["verify"],
         }
         told = {what: timed([*journal, *argv], folder) for what, argv in story.items()}
         over = rss > RSS_TARGET_MB or pit_rss > RSS_TARGET_MB or web_rss > RSS_TARGET_MB
@@ -126,9 +140,36 @@ def main() -> int:
         for what, (t, peak, _) in told.items():
             print(f"  {what + ':':<35}{t:6.2f} s, peak {peak:6.0f} MB")
         print(f"  -> {'OK' if not over else 'OVER TARGET'} (peak RSS <= {RSS_TARGET_MB} MB)")
+    failed |= pasted(folder, journal)
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
     return 1 if failed else 0
+
+
+#: A pasted session: an install that printed ``size`` bytes of lines, then torch's version.
+SESSION = (
+    "{{ echo 'ana@gpu-box:~$ uv pip install -U vllm'; {make} | head -c {size}; echo; "
+    "echo 'ana@gpu-box:~$ python -c \"import torch; print(torch.__version__)\"'; "
+    "echo '2.9.0+cu128'; }} > session.txt"
+)
+
+
+def pasted(folder: Path, journal: list[str]) -> bool:
+    """`journal lint` and `journal import transcript` of a 200 MB session; True if over."""
+    size = 200_000_000
+    subprocess.run(SESSION.format(make=COLOURED, size=size), shell=True, cwd=folder, check=True)
+    told = {
+        "journal lint": ["lint", "session.txt"],
+        "journal import transcript": ["import", "transcript", "session.txt", "--host", "gpu-box"],
+    }
+    print(f"\na pasted session of {size // 1_000_000} MB:")
+    over = False
+    for what, argv in told.items():
+        wall, peak, code = timed([*journal, *argv], folder)
+        over |= peak > RSS_TARGET_MB or code not in (0, 1)
+        print(f"  {what + ':':<35}{wall:6.2f} s, peak {peak:6.0f} MB (exit {code})")
+    print(f"  -> {'OK' if not over else 'OVER TARGET'} (peak RSS <= {RSS_TARGET_MB} MB)")
+    return over
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ written with a failure said as bad input naming the path (exit status 2), never 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from journal.errors import BadInput
@@ -37,6 +38,29 @@ def write_file(path: Path, text: str, what: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot write {what} to {path}: {_why(path, exc)}") from None
+
+
+def write_lines(path: Path, lines: Iterable[str], what: str) -> int:
+    """Write ``lines`` (each ended by a newline) to ``path`` as they come, through a file
+    beside it that takes its place at the end: the whole text is never held, and a failure
+    leaves whatever was at ``path`` as it was. How many lines; bad input naming it when
+    writing fails (an error of ``lines`` itself is raised as it is)."""
+    partial = path.with_name(f".{path.name}.partial")
+    count = 0
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            for line in lines:
+                out.write(line)
+                out.write("\n")
+                count += 1
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise BadInput(f"cannot write {what} to {path}: {_why(path, exc)}") from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return count
 
 
 def _why(path: Path, exc: OSError | None = None) -> str:

@@ -25,8 +25,11 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Protocol
 
 _ENV = r"(?:\([^)\n]{1,80}\)\s*)?"  # (venv), (base), (env)
 _WHO = r"(?P<user>[\w.-]{1,64})@(?P<host>[\w.-]{1,128})"  # user@host
@@ -283,19 +286,75 @@ def _day(date: str | None) -> float:
         return 0.0
 
 
+def lines_of(text: str) -> list[str]:
+    """A transcript's lines as :func:`commands` reads them (a ``\r`` before each newline
+    dropped)."""
+    return [raw.rstrip("\r") for raw in text.split("\n")]
+
+
+class TranscriptFile:
+    """A transcript file's lines as :func:`lines_of` gives them, read from the file again each
+    time it is iterated (bad bytes replaced), one line at a time: a 200 MB session is never
+    held whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __iter__(self) -> Iterator[str]:
+        with self.path.open("rb") as file:
+            for raw in file:
+                yield raw.decode("utf-8", "replace").removesuffix("\n").rstrip("\r")
+
+
+def stamped_throughout(lines: Iterable[str]) -> bool:
+    """Whether `ts` stamped every line (at least 80 % of the lines with text, and more than
+    one): then the stamp is stripped from output lines too."""
+    filled = stamped = 0
+    for line in lines:
+        if line.strip():
+            filled += 1
+        if STAMP.match(line) is not None:
+            stamped += 1
+    return bool(filled) and stamped >= 0.8 * filled > 1
+
+
+def is_prompt_line(line: str) -> bool:
+    """Whether :func:`commands` reads ``line`` (a stamp before it or not) as a prompt."""
+    if _SCRIPT.match(line) is not None:
+        return False
+    stamp = STAMP.match(line)
+    return prompt(line[stamp.end() :] if stamp is not None else line) is not None
+
+
+class Output(Protocol):
+    """Where a command's output lines go as they are read (a list, by default)."""
+
+    def append(self, line: str, /) -> None: ...
+
+
 def parse(text: str) -> list[Command]:
     """The commands of a transcript, in order; text before the first prompt is ignored. Each is
     timed from the transcript's own stamps where it has them (see the module's docstring)."""
-    lines = [raw.rstrip("\r") for raw in text.split("\n")]
-    stamped = [STAMP.match(line) for line in lines]
-    filled = [line for line in lines if line.strip()]
-    # `ts` stamps every line: strip the stamp from output lines too.
-    every = bool(filled) and sum(m is not None for m in stamped) >= 0.8 * len(filled) > 1
-    commands: list[Command] = []
+    lines = lines_of(text)
+    return list(commands(lines, stamped_throughout(lines)))
+
+
+def commands(
+    lines: Iterable[str], every: bool, output: Callable[[Command], Output] | None = None
+) -> Iterator[Command]:
+    """The commands of a transcript's ``lines`` (:func:`lines_of`), each given once its
+    output has been read and its duration is known (when the next prompt is read, or at the
+    end), so that a caller may write it before the next begins. ``every``: whether `ts`
+    stamped every line (:func:`stamped_throughout`). Each command's output lines go to
+    ``output(command)`` (default: the list ``command.output``) as they are read, without the
+    blank lines before the next prompt."""
     session: str | None = None  # the `script` header's date
-    ends: dict[int, float] = {}  # the last stamped output time of each command
     last = None  # the previous time read, to carry over midnight
     offset = 0.0
+    current: Command | None = None
+    sink: Output | None = None
+    end: float | None = None  # the last stamped output time of the current command
+    blank: list[str] = []  # blank lines read since the last line with text
 
     def clock(seconds: float, date: str | None) -> float:
         nonlocal last, offset
@@ -306,42 +365,54 @@ def parse(text: str) -> list[Command]:
         last = value
         return value
 
+    index = 0
     for number, line in enumerate(lines, 1):
         script = _SCRIPT.match(line)
         if script is not None:
             if script.group("what") == "started":
                 session = script.group("date")
-            elif commands:
+            elif current is not None:
                 h, m, s = (int(x) for x in script.group("time").split(":"))
-                ends[len(commands) - 1] = clock(h * 3600 + m * 60 + s, script.group("date"))
+                end = clock(h * 3600 + m * 60 + s, script.group("date"))
             continue
-        stamp = stamped[number - 1]
+        stamp = STAMP.match(line)
         body = line[stamp.end() :] if stamp is not None else line
         found = prompt(body)
         if found is None and stamp is not None and not every:
             stamp, body = None, line  # a line of output that starts with a time
         if found is not None:
             cmd, user, host = found
-            command = Command(len(commands), cmd, number, user, host, raw=line)
+            command = Command(index, cmd, number, user, host, raw=line)
+            index += 1
             if stamp is not None:
                 command.at, seconds, date = _seconds(stamp)
                 command.clock = clock(seconds, date)
                 command.day = date or session
-            commands.append(command)
-        elif commands:
-            commands[-1].output.append(body)
+            if current is not None:
+                yield _timed(current, command.clock)
+            current, end, blank = command, None, []
+            sink = command.output if output is None else output(command)
+        elif current is not None and sink is not None:
+            if body.strip():
+                for held in blank:
+                    sink.append(held)
+                blank.clear()
+                sink.append(body)
+            else:
+                blank.append(body)
             if stamp is not None:
                 _shown, seconds, date = _seconds(stamp)
-                ends[len(commands) - 1] = clock(seconds, date)
-    for command in commands:  # the blank lines before the next prompt are not output
-        while command.output and not command.output[-1].strip():
-            command.output.pop()
-    for command in commands:
-        after = commands[command.index + 1] if command.index + 1 < len(commands) else None
-        end = after.clock if after is not None else ends.get(command.index)
-        if command.clock is not None and end is not None and end >= command.clock:
-            command.duration = end - command.clock
-    return commands
+                end = clock(seconds, date)
+    if current is not None:
+        yield _timed(current, end)
+
+
+def _timed(command: Command, end: float | None) -> Command:
+    """``command`` with its duration, until ``end`` (the next prompt's time, or for the last
+    command its last stamped output or the `script` log's end) when both are known."""
+    if command.clock is not None and end is not None and end >= command.clock:
+        command.duration = end - command.clock
+    return command
 
 
 _PREFIXES = {"sudo", "time", "nohup", "env", "exec", "command"}

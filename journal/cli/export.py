@@ -18,7 +18,7 @@ from typing import Any
 
 from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
-from journal.paths import output_file, write_file
+from journal.paths import output_file, write_lines
 from journal.projections.period import find_plan_run, since_moment
 from journal.service.runs import find_stored_run
 
@@ -140,14 +140,14 @@ def _plan_run(timeline: Any, wanted: str | None) -> str | None:
 
 
 def cast(ctx: Context, args: argparse.Namespace) -> int:
-    from journal.export.cast import to_cast
+    from journal.export.cast import stream_cast
 
     output = output_file(Path(args.output), "the asciicast")
     journal = ctx.read_journal()
     run, _ = find_stored_run(ctx.store, journal, args.run_id)
-    lines = to_cast(ctx.store.read(journal, run_id=run, types=["StepStarted", "OutputChunk"]))
-    write_file(output, "\n".join(lines) + "\n", "the asciicast")
-    print(f"wrote {output}: {len(lines) - 1} output events of run {run}")
+    records = ctx.store.read(journal, run_id=run, types=["StepStarted", "OutputChunk"])
+    lines = write_lines(output, stream_cast(records), "the asciicast")
+    print(f"wrote {output}: {lines - 1} output events of run {run}")
     return 0
 
 

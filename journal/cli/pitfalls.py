@@ -95,24 +95,15 @@ def _n(count: int) -> str:
 
 def _lint(files: list[str]) -> list[tuple[Path, Finding]]:
     """Findings for each transcript; ``-`` is the one on standard input."""
-    from journal.errors import BadInput
-    from journal.pitfalls import judge
-    from journal.pitfalls.subjects import from_transcript
-    from journal.service.lint import MAX_TRANSCRIPT
     from journal.service.lint import lint as lint_files
+    from journal.service.lint import lint_stream
 
     found: list[tuple[Path, Finding]] = []
     for name in files:
         if name != "-":
             found.extend(lint_files([Path(name)]))
             continue
-        data = sys.stdin.buffer.read(MAX_TRANSCRIPT + 1)
-        if len(data) > MAX_TRANSCRIPT:
-            raise BadInput(
-                f"standard input: more than {MAX_TRANSCRIPT} bytes is too large for a transcript"
-            )
-        subject = from_transcript(data.decode("utf-8", "replace"), "<stdin>")
-        found.extend((Path("<stdin>"), f) for f in judge(subject))
+        found.extend((Path("<stdin>"), f) for f in lint_stream(sys.stdin.buffer))
     return found
 
 
@@ -137,7 +128,7 @@ def lint(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def import_transcript(ctx: Context, args: argparse.Namespace) -> int:
-    from journal.service.findings import import_transcript as do_import
+    from journal.service.imports import import_transcript as do_import
 
     journal = ctx.journal()
     redact = ctx.runbook.redact if ctx.has_runbook() and ctx.runbook.name == journal else []

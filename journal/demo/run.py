@@ -26,7 +26,7 @@ from journal.projections.stored import current_timeline
 from journal.runbook import Runbook
 from journal.runs import StepRun, exit_status
 from journal.service.bench import run_bench
-from journal.service.findings import import_transcript
+from journal.service.imports import import_transcript
 from journal.service.plan import PlanReporter, run_plan
 from journal.service.rollback import plan
 from journal.service.steps import ensure_opened

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from journal.events import OutputChunk, PackagesSnapshotted
@@ -14,10 +14,10 @@ from journal.projections.timeline import MetricView, ProbeView, Timeline, projec
 from journal.projections.unread import of_probe
 from journal.reading.bench import Figure
 from journal.reading.subject import Evidence, Run, Segment, Subject
-from journal.reading.window import Skipped
+from journal.reading.window import KeptLines, Skipped
 from journal.runs import Alive
 from journal.terminal import clean, clean_chunks
-from journal.transcript import parse, step_name
+from journal.transcript import Command, commands, lines_of, stamped_throughout, step_name
 
 
 def from_journal(
@@ -151,25 +151,59 @@ def _figure(metric: MetricView, segments: list[Segment]) -> Figure:
     )
 
 
-def from_transcript(text: str, name: str = "", host: str | None = None) -> Subject:
-    """The subject of a pasted terminal session: one run per command, no snapshots; read as
-    the terminal showed it (colour codes and redraws gone, every line where it was)."""
-    commands = parse(clean(text))
-    # One pasted session is one host: the prompt's, where one names it.
-    host = host or next((c.host for c in commands if c.host), None) or "?"
+def from_transcript(text: str | Iterable[str], name: str = "", host: str | None = None) -> Subject:
+    """The subject of a pasted terminal session (its text, or its lines read again on each
+    iteration: :class:`journal.transcript.TranscriptFile`): one run per command, no
+    snapshots; read as the terminal showed it (colour codes and redraws gone, every line
+    where it was). Of a long output the detectors see its head and tail, as of a recorded
+    one (:class:`journal.reading.window.KeptLines`)."""
+    lines: Iterable[str] = lines_of(clean(text)) if isinstance(text, str) else _Clean(text)
+    kept: dict[int, KeptLines] = {}
+
+    def keep(command: Command) -> KeptLines:
+        kept[command.index] = KeptLines()
+        return kept[command.index]
+
     runs = []
-    for command in commands:
-        output = "\n".join(command.output)
+    seen: str | None = host
+    for command in commands(lines, stamped_throughout(lines), keep):
+        seen = seen or command.host
+        parts = kept.pop(command.index).parts()
+        first = command.first_output_line
         runs.append(
             Run(
                 key=f"cmd-{command.index + 1}",
                 step=step_name(command.command),
-                host=host,
+                host="",
                 command=command.command,
-                text=output + ("\n" if output else ""),
-                segments=[Segment(0, "output", None, command.first_output_line)],
+                text="".join(part for part, _ in parts),
+                segments=_segments(parts, first),
                 prompt_line=command.line,
                 prompt_text=command.raw,
             )
         )
+    # One pasted session is one host: the prompt's, where one names it.
+    for run in runs:
+        run.host = seen or "?"
     return Subject("transcript", runs, name)
+
+
+def _segments(parts: list[tuple[str, int]], first: int) -> list[Segment]:
+    """Where each kept part of a command's output starts, in its text and in the file."""
+    if not parts:
+        return [Segment(0, "output", None, first)]
+    out, at = [], 0
+    for part, before in parts:
+        out.append(Segment(at, "output", None, first + before))
+        at += len(part)
+    return out
+
+
+class _Clean:
+    """Lines read again on each iteration, each as the terminal showed it."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self.lines = lines
+
+    def __iter__(self) -> Iterator[str]:
+        return (clean(line) for line in self.lines)

@@ -75,3 +75,38 @@ class Window:
         for rec in records:  # type: ignore[attr-defined]
             self.add(rec)
         return self
+
+
+class KeptLines:
+    """A long output's lines as :class:`Window` keeps a recorded one: its first lines up to
+    :data:`HEAD_BYTES` and its last up to :data:`TAIL_BYTES` (characters, as read), with how
+    many lines between them were left out; added one at a time (a transcript command's
+    output, as :func:`journal.transcript.commands` reads it)."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.tail: deque[str] = deque()
+        self.skipped = 0
+        self._head_size = 0
+        self._tail_size = 0
+
+    def append(self, line: str) -> None:
+        if self._head_size < HEAD_BYTES:
+            self.head.append(line)
+            self._head_size += len(line) + 1
+            return
+        self.tail.append(line)
+        self._tail_size += len(line) + 1
+        while len(self.tail) > 1 and self._tail_size - len(self.tail[0]) - 1 >= TAIL_BYTES:
+            self._tail_size -= len(self.tail.popleft()) + 1
+            self.skipped += 1
+
+    def parts(self) -> list[tuple[str, int]]:
+        """The text kept, as (text, lines before it): the head, then the tail after the lines
+        left out (each part ending with a newline; none for no output)."""
+        if not self.head:
+            return []
+        parts = [("\n".join(self.head) + "\n", 0)]
+        if self.tail:
+            parts.append(("\n".join(self.tail) + "\n", len(self.head) + self.skipped))
+        return parts

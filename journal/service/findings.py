@@ -3,39 +3,23 @@
 from __future__ import annotations
 
 import getpass
-import hashlib
 import socket
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.events import (
-    MetricRecorded,
-    OutputChunk,
     PitfallAcknowledged,
     PitfallUnacknowledged,
-    ProbeRecorded,
-    StepFinished,
-    StepStarted,
-    TranscriptImported,
 )
-from journal.output import encode
 from journal.pitfalls import catalogue, judge
 from journal.pitfalls.acks import TYPES as ACK_TYPES
 from journal.pitfalls.acks import fold_ack
 from journal.pitfalls.base import Finding, Tally
 from journal.pitfalls.lifecycle import AckBook
 from journal.pitfalls.subjects import from_journal
-from journal.projections.drift.readings import TRANSCRIPT
 from journal.projections.timeline import Timeline
 from journal.reading.subject import Subject
-from journal.redact import Redactor
-from journal.runbook import NAME, NAME_RULE
-from journal.service.lint import read_transcript
-from journal.service.steps import new_run_id
 from journal.store import EventStore
-from journal.transcript import parse, step_name
 
 if TYPE_CHECKING:
     from journal.notify import Notifier
@@ -194,150 +178,3 @@ def _covered(found: list[Finding], journal: str, target: str) -> list[Finding]:
     from journal.runbook import suggest
 
     raise BadInput(f"no finding {target!r} in the journal {journal!r}{suggest(target, known)}")
-
-
-def import_transcript(
-    store: EventStore, journal: str, path: Path, host: str, redact: list[str]
-) -> int:
-    """Record each command of a transcript as an imported step run; how many there were."""
-    if not NAME.match(host):
-        raise BadInput(f"--host {host!r} is not a usable host name ({NAME_RULE})")
-    text = read_transcript(path)
-    commands = parse(text)
-    if not commands:
-        raise BadInput(
-            f"{path}: no commands found: a transcript has prompt lines such as "
-            "`user@host:~$ cmd` or `$ cmd`, each followed by its output"
-        )
-    redactor = Redactor.for_run(redact)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-    batch: list = [TranscriptImported(str(path), digest, host, len(commands))]
-    readings = _readings(text, path, host, redactor)
-    now = datetime.now().astimezone()  # a transcript's times are of the importing machine's zone
-    for command in commands:
-        run = new_run_id()
-        moment = command.moment(now)
-        shown, found = redactor.text(command.command, "command")
-        step = step_name(shown)
-        batch.append(
-            StepStarted(
-                run=run,
-                step=step,
-                host_name=host,
-                target="imported",
-                command=shown,
-                imported=True,
-                redactions=found,
-                at=None if moment is None else _stored_time(moment),
-            )
-        )
-        output = "\n".join(command.output)
-        figures = []
-        if output:
-            data, redactions = redactor.bytes((output + "\n").encode(), "stdout")
-            figures = _figures(shown, output, data.decode("utf-8", "replace"), host, run, redactor)
-            body, encoding = encode(data)
-            batch.append(
-                OutputChunk(
-                    run=run,
-                    host_name=host,
-                    stream="stdout",
-                    data=body,
-                    encoding=encoding,
-                    size=len(data),
-                    t=0.0,
-                    redactions=redactions,
-                )
-            )
-        batch.extend(figures)
-        reading = readings.get(command.line)
-        if reading:
-            batch.append(
-                ProbeRecorded(
-                    host_name=host, probe=TRANSCRIPT, result=reading, seconds=0.0, run=run
-                )
-            )
-        when = f", at {command.at}" if command.at else ""
-        batch.append(
-            StepFinished(
-                run=run,
-                host_name=host,
-                status="imported",
-                exit_code=None,
-                duration=command.duration,  # type: ignore[arg-type]  # None: untimed
-                reason=f"imported from {path.name}, line {command.line}{when}"
-                + ("" if command.duration is not None else " (untimed)"),
-            )
-        )
-    store.append(journal, batch)
-    return len(commands)
-
-
-def _stored_time(moment: datetime) -> str:
-    """An aware time as the store writes its own (UTC, microseconds, a ``Z``)."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-def _readings(text: str, path: Path, host: str, redactor: Redactor) -> dict[int, dict]:
-    """What the transcript printed of the host's stack (torch, CUDA, NCCL, the driver … as
-    :mod:`journal.reading.printed` reads them), by the prompt line of each command that
-    printed any: the facts that command printed, each with its line (redacted)."""
-    from journal.pitfalls.subjects import from_transcript
-    from journal.projections.drift import transcript_reading
-    from journal.reading.printed import host_facts
-
-    subject = from_transcript(text, path.name, host)
-    out: dict[int, dict] = {}
-    for run in subject.runs:
-        known = host_facts(subject).get(id(run))
-        if known is None:
-            continue
-        shown = {name: fact for name, fact in known.known.items() if name in known.shown}
-        reading = transcript_reading(shown)
-        if not reading["evidence"]:
-            continue
-        out[run.prompt_line] = redactor.value(reading, "stdout")  # values and lines alike
-    return out
-
-
-def _figures(
-    command: str, output: str, recorded: str, host: str, run: str, redactor: Redactor
-) -> list[MetricRecorded]:
-    """The figures of a pasted benchmark's output, read from it as pasted, each with its line
-    as ``recorded`` (redacted: :func:`journal.service.bench.as_recorded`), labelled with its
-    command (options that only name output files or the server's address left out, so reruns
-    share a series)."""
-    from journal.benchmarks import guess_parser
-    from journal.benchmarks.parsers import parse
-    from journal.reading.bench import bench_key
-    from journal.service.bench import as_recorded, figures_of, lines_of
-
-    parser = guess_parser(command, output)
-    if parser is None:
-        return []
-    result = parse(parser, output, command=command)
-    wanted = {f.line for f in result.figures} | {p.line for p in result.problems}
-    result = as_recorded(result, lines_of([recorded], wanted), redactor)
-    key = bench_key(command)
-    return figures_of(
-        result,
-        source="imported",
-        host=host,
-        run=run,
-        benchmark=None,
-        labels={"benchmark": _program(key), "command": key},
-    )
-
-
-def _program(key: str) -> str:
-    """A benchmark's short name from its key: ``sglang.bench_serving`` for ``python -m
-    sglang.bench_serving --backend …``, ``vllm bench serve``, ``all_reduce_perf``."""
-    words = []
-    for word in key.split():
-        if "=" in word and not words:
-            continue  # VAR=value before the program
-        if word.startswith("--") or (word.startswith("-") and word != "-m"):
-            break
-        words.append(word)
-    text = " ".join(w for w in words if w != "python").replace("-m ", "")
-    return text[:60] or "benchmark"

@@ -26,6 +26,7 @@ from sqlalchemy import Connection, Engine, select, text
 from journal.mapper import GENESIS, canonical, chain_hash
 from journal.store import postgres
 from journal.store.anchor import Anchor
+from journal.store.core import FETCH_ROWS
 from journal.store.engine import current_revision, head_revision
 from journal.store.schema import events, squeezed
 
@@ -179,7 +180,9 @@ def verify(
     held = _Anchors(anchors, witness)
     prev, checked, last_seq, broken = GENESIS, 0, 0, False
     with engine.connect() as conn:
-        rows = conn.execution_options(yield_per=5000).execute(select(events).order_by(events.c.seq))
+        rows = conn.execution_options(yield_per=FETCH_ROWS).execute(
+            select(events).order_by(events.c.seq)
+        )
         for row in rows:
             checked += 1
             expected = chain_hash(
