@@ -1,4 +1,11 @@
-"""`journal serve`: the web UI on Werkzeug's threaded server, loopback unless a token guards it."""
+"""`journal serve`: the web UI on waitress, loopback unless a token guards it.
+
+Waitress is a production WSGI server of pure Python (no C extension, no fork: it runs
+wherever journal does, Windows included), kept by the Pylons project; Werkzeug's own server
+is for development. Its requests are answered by a fixed pool of :data:`THREADS` threads: a
+live stream (a running step's page) holds one while it is open, so the pool is sized for a
+team's browsers, each with a few live pages, and the requests of the others besides.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,11 @@ import sys
 
 from journal.cli.context import Context
 from journal.errors import BadInput
+
+#: Threads answering requests (a live stream holds one while its page is open).
+THREADS = 48
+#: Seconds a connection may stay silent before it is closed (a live stream beats sooner).
+CHANNEL_TIMEOUT_S = 300
 
 
 def is_loopback(bind: str) -> bool:
@@ -25,7 +37,7 @@ def is_loopback(bind: str) -> bool:
 
 def _listen(host: str, port: int) -> socket.socket:
     """A listening socket, bound here so that a taken port is bad input (exit 2) with one
-    line, where Werkzeug would print its own message and exit 1."""
+    line, where the server would raise its own error."""
     from werkzeug.serving import get_sockaddr, select_address_family
 
     family = select_address_family(host, port)
@@ -53,36 +65,35 @@ def serve(ctx: Context, args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:
         raise BadInput(f"--port {port} is out of range (0-65535)")
     ctx.require_db()
-    from werkzeug.serving import make_server
+    from waitress.server import create_server
 
     from journal.web import create_app
-    from journal.web.security import TokenHidingHandler
+    from journal.web.security import AccessLog
     from journal.web.state import warm
 
     host = bind.strip("[]")
     app = create_app({"DB": ctx.db, "TOKEN": token, "BIND": host})
     listener = _listen(host, port)
-    server = make_server(
-        host,
-        port,
-        app,
-        threaded=True,
-        fd=listener.fileno(),
-        request_handler=TokenHidingHandler,  # the token never in the access log
+    server = create_server(
+        AccessLog(app, token, sys.stderr),  # the token never in the access log
+        sockets=[listener],
+        threads=THREADS,
+        ident="journal",
+        channel_timeout=CHANNEL_TIMEOUT_S,
+        asyncore_use_poll=True,  # no select() limit on open connections
     )
-    listener.close()  # the server holds its own copy of the socket
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{server.socket.getsockname()[1]}/"
+    url = f"http://{shown}:{listener.getsockname()[1]}/"
     from journal.store.engine import shown
 
     print(f"journal: serving {shown(ctx.db)} at {url}" + (f"?token={token}" if token else ""))
     print("journal: Ctrl-C stops it", flush=True)
     warm(app)
     try:
-        server.serve_forever()
+        server.run()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.close()
     print("journal: stopped", file=sys.stderr)
     return 0

@@ -10,8 +10,8 @@ Content-Security-Policy, and error pages that never show a traceback.
   ::1, the address it is bound to), so a web page that rebinds its own name to 127.0.0.1
   cannot read the journal through the user's browser.
 - Scripts come only from the app itself (no inline script or handler anywhere), styles too.
-- The access log never holds the token: :class:`TokenHidingHandler` writes ``token=[REDACTED]``
-  for the query of a request that carried it (and the token itself wherever it shows).
+- The access log never holds the token: :class:`AccessLog` writes ``token=[REDACTED]`` for
+  the query of a request that carried it (and the token itself wherever it shows).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from __future__ import annotations
 import hmac
 import re
 import secrets
+import time
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
 
 from flask import Flask, Response, abort, current_app, redirect, render_template, request, session
 from werkzeug.exceptions import HTTPException, InternalServerError
-from werkzeug.serving import WSGIRequestHandler
 
 TOKEN_COOKIE = "journal_token"
 CSRF_FIELD = "csrf_token"
@@ -166,11 +166,34 @@ def hide_token(text: str, token: str | None) -> str:
     return text
 
 
-class TokenHidingHandler(WSGIRequestHandler):
-    """Werkzeug's request handler, its access log (request lines, and the errors that quote
-    a bad one) written with the token hidden: ``GET /?token=[REDACTED] HTTP/1.1`` 303."""
+class AccessLog:
+    """A WSGI app's access log, a line per request on ``stream`` as common log format writes
+    it, with the token hidden (:func:`hide_token`): ``127.0.0.1 - - [04/Dec/2026 17:20:01]
+    "GET /?token=[REDACTED] HTTP/1.1" 303 -``. The line is written when the answer starts (a
+    live stream's, when it opens)."""
 
-    def log(self, type: str, message: str, *args: Any) -> None:
-        line = message % args if args else message
-        token = self.server.app.config.get("TOKEN")  # type: ignore[attr-defined]
-        super().log(type, "%s", hide_token(line, token))
+    def __init__(self, app: Any, token: str | None, stream: Any) -> None:
+        self.app, self.token, self.stream = app, token, stream
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        def started(status: str, headers: list[tuple[str, str]], *info: Any) -> Any:
+            self._log(environ, status.split(" ", 1)[0])
+            return start_response(status, headers, *info)
+
+        return self.app(environ, started)
+
+    def _log(self, environ: dict[str, Any], status: str) -> None:
+        path = environ.get("PATH_INFO", "") or "/"
+        query = environ.get("QUERY_STRING", "")
+        target = quote(path.encode("latin-1", "replace"), safe="/;=+,:@&$!~*'()-._")
+        target += f"?{query}" if query else ""
+        when = time.strftime("%d/%b/%Y %H:%M:%S")
+        line = (
+            f'{environ.get("REMOTE_ADDR", "-")} - - [{when}] "{environ.get("REQUEST_METHOD")} '
+            f'{target} {environ.get("SERVER_PROTOCOL", "HTTP/1.1")}" {status} -'
+        )
+        try:
+            self.stream.write(hide_token(line, self.token) + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed stderr loses the log line, never the answer

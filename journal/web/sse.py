@@ -8,8 +8,9 @@ in ``data-last-seq`` (static/journal.js), and a browser reconnecting sends it ba
 
 A stream lives at most its lifetime, then ends (the browser reconnects after ``retry``); a
 comment every ``HEARTBEAT_S`` finds a browser that went away, since only a write can fail:
-Werkzeug then closes the generator. Each stream holds one thread of the threaded server and
-no database connection between polls, so other requests go on.
+the server (waitress) then closes the generator. Each stream holds one thread of the
+server's pool (:data:`journal.cli.serve.THREADS`) and no database connection between polls,
+so other requests go on.
 """
 
 from __future__ import annotations
