@@ -57,14 +57,16 @@ def test_tests_sharing_a_module_fixture_run_on_one_worker_and_the_rest_spread(
     )
     assert done.returncode == 0, done.stdout[-3000:]
     shared: dict[str, set[str]] = {}
-    alone: set[str] = set()
+    alone: list[str] = []
     for line in done.stdout.splitlines():
         if " PASSED " in line:
             worker, test = line.split()[0], line.split(" PASSED ")[1]
             if "test_shares" in test:
                 shared.setdefault(test.split("::")[0], set()).add(worker)
             else:
-                alone.add(worker)
+                alone.append(test)
     assert set(shared) == {"test_one.py", "test_two.py"}, done.stdout[-3000:]
     assert all(len(w) == 1 for w in shared.values()), shared
-    assert len(alone) > 1, done.stdout[-3000:]  # the others are spread as before
+    # the others carry no group (which worker takes them is the scheduler's: under load one
+    # worker may take them all, and a test of where they ran failed CI once)
+    assert len(alone) == 8 and not any("@" in test for test in alone), alone
