@@ -67,6 +67,8 @@ bench: install system-deps
 	$(BIN)/python bench/web.py
 	$(BIN)/python bench/fleet.py
 	$(BIN)/python bench/history.py
+	$(BIN)/python bench/output_size.py
+	$(BIN)/python bench/web_clients.py
 
 clean:
 	rm -rf $(VENV) node_modules demo test-artifacts
