@@ -306,16 +306,31 @@ class TranscriptFile:
                 yield raw.decode("utf-8", "replace").removesuffix("\n").rstrip("\r")
 
 
-def stamped_throughout(lines: Iterable[str]) -> bool:
-    """Whether `ts` stamped every line (at least 80 % of the lines with text, and more than
-    one): then the stamp is stripped from output lines too."""
-    filled = stamped = 0
-    for line in lines:
+class Stamps:
+    """Counts, line by line, whether `ts` stamped every line (:attr:`every`)."""
+
+    def __init__(self) -> None:
+        self.filled = self.stamped = 0
+
+    def add(self, line: str) -> None:
         if line.strip():
-            filled += 1
+            self.filled += 1
         if STAMP.match(line) is not None:
-            stamped += 1
-    return bool(filled) and stamped >= 0.8 * filled > 1
+            self.stamped += 1
+
+    @property
+    def every(self) -> bool:
+        """At least 80 % of the lines with text stamped, and more than one: then the stamp
+        is stripped from output lines too."""
+        return bool(self.filled) and self.stamped >= 0.8 * self.filled > 1
+
+
+def stamped_throughout(lines: Iterable[str]) -> bool:
+    """Whether `ts` stamped every line (:class:`Stamps`)."""
+    stamps = Stamps()
+    for line in lines:
+        stamps.add(line)
+    return stamps.every
 
 
 def is_prompt_line(line: str) -> bool:

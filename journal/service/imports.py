@@ -36,8 +36,8 @@ from journal.service.lint import transcript_file
 from journal.service.steps import new_run_id
 from journal.store import EventStore
 from journal.transcript import (
-    STAMP,
     Command,
+    Stamps,
     TranscriptFile,
     commands,
     is_prompt_line,
@@ -98,8 +98,7 @@ def import_transcript(
         printed = done.recorder.printed()
         figures: list[MetricRecorded] = []
         if printed:  # the output as pasted (none past the recorder's keep limit)
-            recorded = redactor.bytes(printed.encode(), "stdout")[0].decode("utf-8", "replace")
-            figures = _figures(done.shown, printed[:-1], recorded, host, done.run, redactor)
+            figures = _figures(done.shown, printed, host, done.run, redactor)
         after: list[Event] = list(figures)
         reading = readings.get(command.line)
         if reading:
@@ -136,17 +135,16 @@ def _scan(lines: TranscriptFile) -> _Scan:
     """The first reading: the digest of the text, how many commands, whether `ts` stamped
     every line."""
     digest = hashlib.sha256()
-    count = filled = stamped = 0
+    count = 0
+    stamps = Stamps()
     with lines.path.open("rb") as file:
         for raw in file:
             text = raw.decode("utf-8", "replace")
             digest.update(text.encode("utf-8", "surrogateescape"))
             line = text.removesuffix("\n").rstrip("\r")
-            filled += bool(line.strip())
-            stamped += STAMP.match(line) is not None
+            stamps.add(line)
             count += is_prompt_line(line)
-    every = bool(filled) and stamped >= 0.8 * filled > 1
-    return _Scan(digest.hexdigest(), count, every)
+    return _Scan(digest.hexdigest(), count, stamps.every)
 
 
 class _Fed:
@@ -223,10 +221,11 @@ def _readings(lines: Iterable[str], path: Path, host: str, redactor: Redactor) -
 
 
 def _figures(
-    command: str, output: str, recorded: str, host: str, run: str, redactor: Redactor
+    command: str, printed: str, host: str, run: str, redactor: Redactor
 ) -> list[MetricRecorded]:
-    """The figures of a pasted benchmark's output, read from it as pasted, each with its line
-    as ``recorded`` (redacted: :func:`journal.service.bench.as_recorded`), labelled with its
+    """The figures of a pasted benchmark's output (``printed``: its lines, each ended by a
+    newline), read from it as pasted, each with its line as recorded (redacted, only where a
+    parser reads the output: :func:`journal.service.bench.as_recorded`), labelled with its
     command (options that only name output files or the server's address left out, so reruns
     share a series)."""
     from journal.benchmarks import guess_parser
@@ -234,9 +233,11 @@ def _figures(
     from journal.reading.bench import bench_key
     from journal.service.bench import as_recorded, figures_of, lines_of
 
+    output = printed[:-1]
     parser = guess_parser(command, output)
     if parser is None:
         return []
+    recorded = redactor.bytes(printed.encode(), "stdout")[0].decode("utf-8", "replace")
     result = parse(parser, output, command=command)
     wanted = {f.line for f in result.figures} | {p.line for p in result.problems}
     result = as_recorded(result, lines_of([recorded], wanted), redactor)
