@@ -133,7 +133,7 @@ def test_json_of_status_log_and_show(demo: tuple[Path, Path]) -> None:
     assert set(status["story"]) == {"hosts", "headline", "findings"}
 
     log = json.loads(on_demo(demo, "log", "--format", "json", "--step", "install-torch").stdout)
-    assert set(log) == {"journal", "story", "items"}
+    assert set(log) == {"journal", "story", "items", "total"}
     (run,) = log["items"]
     assert run["kind"] == "run" and run["status"] == "no change"
     assert run["recorded_status"] == "succeeded" and run["packages"] == []
@@ -267,8 +267,8 @@ def test_an_open_error_marks_its_run_and_fails_status_until_acknowledged(story: 
         assert cli(story, "run", "bench", "serve").returncode == 0
     log = text(cli(story, "log").stdout)
     serve = [line for line in log.splitlines() if "] serve on here:" in line]
-    assert "open error" not in serve[0]
-    assert serve[1].endswith("open error: throughput-regression")
+    assert "open error" not in serve[1]  # newest first
+    assert serve[0].endswith("open error: throughput-regression")
     assert "finding throughput-regression (error, open): Output token throughput fell 50.0%" in log
     # the two figures of a run share their labels: said once
     assert log.count("metrics on here (benchmark=serve):") == 2
@@ -378,14 +378,14 @@ def test_log_groups_figures_entered_by_hand_one_after_another(story: Path) -> No
         line.endswith("  metrics entered by hand on here (model=llama-3-8b, phase=after):")
         for line in said
     ), said
-    first, second = at
+    first, second = at  # newest first: the later group, the note, the earlier group
     pad = " " * 22
-    assert lines[first + 1 : first + 3] == [
+    assert lines[second + 1 : second + 3] == [
         f"{pad}output_token_throughput = 96.10 tok/s",
         f"{pad}ttft_ms = 41.00 ms",
     ]
     assert "note: between the figures" in lines[second - 1]
-    assert lines[second + 1 : second + 3] == [
+    assert lines[first + 1 : first + 3] == [
         f"{pad}output_token_throughput = 90.00",
         f"{pad}accept_length = 3.20",
     ]

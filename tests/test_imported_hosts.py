@@ -349,7 +349,7 @@ def test_dated_imported_commands_stand_among_the_local_steps_by_their_time(tmp_p
 
     shown = _ok("log", db=db, runbook=runbook)
     headings = re.findall(r"^\S+ \S+Z  \[[^]]+\] (\S+) on ", shown, re.M)
-    assert headings == want, shown
+    assert headings == want[::-1], shown  # newest first
     # the early command says its own time (an hour before check-env), not the import's
     (early_line,) = [line for line in shown.splitlines() if f"] {want[0]} on" in line]
     hour_before = datetime.fromisoformat(starts["check-env"][:-1]) - timedelta(hours=1)

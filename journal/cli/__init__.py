@@ -211,6 +211,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only runs that failed, timed out, were lost or interrupted",
     )
+    p.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"the newest N items (default {reading.LOG_LIMIT}; 0: all of them)",
+    )
+    p.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only what was recorded since WHEN: a date, a UTC time or a span (12h, 7d)",
+    )
     _format_option(p)
     p = command("serve", serve.serve, "the web UI: timeline, step runs, findings, hosts")
     p.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

@@ -16,7 +16,6 @@ from journal.cli.context import Context, base_url_of
 from journal.display import when
 from journal.errors import BadInput
 from journal.projections.drift import (
-    EVENT_TYPES,
     NOT_INSTALLED,
     Drift,
     GroupDrift,
@@ -24,9 +23,9 @@ from journal.projections.drift import (
     Since,
     StepRunRef,
     compare,
-    fold,
     runbook_groups,
 )
+from journal.projections.drift.kept import current_readings
 from journal.terminal import visible
 
 #: Widest a value is shown in the table (the lines below it spell it out in full).
@@ -57,7 +56,7 @@ def drift(ctx: Context, args: argparse.Namespace) -> int:
     base_url = base_url_of(args)
     journal = ctx.read_journal()
     ctx.require_db()
-    readings = fold(journal, ctx.store.read(journal, types=EVENT_TYPES))
+    readings = current_readings(ctx.store, journal)  # folded on from where it was stored
     if ctx.has_runbook() and ctx.runbook.name == journal:
         groups = dict(getattr(ctx.runbook, "groups", None) or {})
     else:

@@ -57,8 +57,13 @@ def say_findings(  # type: ignore[no-untyped-def]
 
 
 def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
-    from journal.pitfalls import counts
-    from journal.service.findings import acknowledge, findings, unacknowledge
+    from journal.service.findings import (
+        acknowledge,
+        findings,
+        open_findings,
+        tally,
+        unacknowledge,
+    )
 
     journal = ctx.read_journal()
     if args.action == "ack":
@@ -71,18 +76,19 @@ def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
         what = _n(covered) if covered is not None else f"every {args.finding} finding"
         print(f"withdrew the acknowledgement of {args.finding} ({what}) in {journal}")
         return 0
-    found = findings(ctx.store, journal)
-    shown = found if args.all else [f for f in found if f.is_open]
+    # the open ones are read through the pitfalls open (the rest only counted); --all reads
+    # every finding
+    shown = findings(ctx.store, journal) if args.all else open_findings(ctx.store, journal)
     if args.format == "json":
         print(json.dumps({"journal": journal, "findings": [f.to_dict() for f in shown]}, indent=2))
         return 0
-    tally = counts(found)
-    states = {s: sum(1 for f in found if f.state == s) for s in ("resolved", "acknowledged")}
+    counted = tally(ctx.store, journal)
+    total = sum(counted.open.values()) + counted.acknowledged + counted.resolved
     print(
-        f"journal {journal}: {_n(len(found))}; open: {tally['error']} error, "
-        f"{tally['warning']} warning, {tally['info']} info; {states['resolved']} resolved, "
-        f"{states['acknowledged']} acknowledged"
-        + ("" if args.all or len(shown) == len(found) else " (--all lists them too)")
+        f"journal {journal}: {_n(total)}; open: {counted.open.get('error', 0)} error, "
+        f"{counted.open.get('warning', 0)} warning, {counted.open.get('info', 0)} info; "
+        f"{counted.resolved} resolved, {counted.acknowledged} acknowledged"
+        + ("" if args.all or len(shown) == total else " (--all lists them too)")
     )
     for one in shown:
         print(finding_text(one, with_key=True))

@@ -10,6 +10,7 @@ import os
 import socket
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from journal.cli import render
 from journal.cli.context import Context
@@ -18,8 +19,10 @@ from journal.errors import BadInput
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
 from journal.output import decode
-from journal.projections.progress import progress
 from journal.projections.timeline import StepRunView, Timeline
+
+if TYPE_CHECKING:
+    from journal.projections.digest import Digest
 from journal.projections.unread import snapshots_of
 from journal.runs import OWN_FAILURES
 from journal.service.runs import find_stored_run
@@ -40,16 +43,6 @@ def note(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def _judged(ctx: Context, journal: str, colour: bool = False):  # type: ignore[no-untyped-def]
-    """The journal's timeline, its findings (both from their stored projections, brought up
-    to date) and its story."""
-    from journal.service.findings import journal_findings
-    from journal.service.story import story
-
-    found, timeline = journal_findings(ctx.store, journal)
-    return timeline, render.Judged(found, colour=colour), story(timeline, found)
-
-
 def _colour() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
@@ -67,19 +60,26 @@ def _dump(data: object) -> None:
 def status(ctx: Context, args: argparse.Namespace) -> int:
     """Plan progress with the story at the top. Exits 1 when the latest run of a plan step on
     some host failed (or timed out), or an error finding is open; else 0."""
-    from journal.projections.imported import as_dict, imported_hosts, status_lines
-    from journal.projections.stored import current_timeline
+    from journal.projections.digest import digest
+    from journal.projections.imported import as_dict, status_lines
     from journal.projections.unread import of_run
     from journal.service.findings import open_findings, run_findings, tally
     from journal.service.story import story
 
     journal = ctx.read_journal()
-    timeline = current_timeline(ctx.store, journal)
-    if ctx.has_runbook() and ctx.runbook.name == journal:
-        timeline.plan = ctx.runbook.plan
-        timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
-    imported = imported_hosts(timeline)  # known only from imports: no plan to be pending in
-    hosts = [host for host in progress(timeline) if host.host not in imported]
+
+    def read(timeline: Digest):  # type: ignore[no-untyped-def]
+        # the stored timeline's index: the latest run of each step on each host, the story's
+        # readings and the runs not ended, never every item
+        if ctx.has_runbook() and ctx.runbook.name == journal:
+            timeline.plan = ctx.runbook.plan
+            timeline.hosts = {n: h.ssh for n, h in ctx.runbook.hosts.items()}
+        imported = timeline.imported_hosts()  # known only from imports: no plan to be pending in
+        hosts = [host for host in timeline.progress() if host.host not in imported]
+        told = story(timeline, tally(ctx.store, journal))
+        return timeline, imported, hosts, told, timeline.lost()
+
+    timeline, imported, hosts, told, lost = digest(ctx.store, journal, read)
     failed = [
         state.last
         for host in hosts
@@ -90,7 +90,6 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     # and the counts of the rest.
     latest = [state.last.run_id for host in hosts for state in host.steps if state.last]
     judged = render.Judged(run_findings(ctx.store, journal, latest), colour=_colour())
-    told = story(timeline, tally(ctx.store, journal))
     open_errors = open_findings(ctx.store, journal, "error")
     code = 1 if failed or open_errors else 0
     if args.format == "json":
@@ -141,7 +140,6 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
                 f"journal: status 1: {' and '.join(why)} (`journal show RUN` tells more)",
                 file=sys.stderr,
             )
-    lost = [v for v in timeline.runs.values() if v.status == "lost" and not v.imported]
     if lost:
         runs = ", ".join(f"{v.step} on {v.host} (run {v.run_id})" for v in lost[:5])
         more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
@@ -153,12 +151,48 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     return code
 
 
+#: The items `journal log` shows unless told (`--limit N`; 0: all).
+LOG_LIMIT = 50
+
+
+def _since_seq(ctx: Context, journal: str, text: str | None) -> int:
+    """The first event of the journal recorded at or after ``--since`` (0: none given)."""
+    from journal.projections.period import since_moment
+
+    if text is None:
+        return 0
+    try:
+        moment = since_moment(text)
+    except ValueError as exc:
+        raise BadInput(f"--since: {exc}") from None
+    return max(ctx.store.seq_since(journal, moment), 1)
+
+
 def log(ctx: Context, args: argparse.Namespace) -> int:
+    """The story, then the newest items of the timeline (``--limit``, ``--since``), newest
+    first; read from the stored timeline's index (:mod:`journal.projections.digest`)."""
+    from journal.projections.digest import digest
+    from journal.service.findings import run_findings, tally
+    from journal.service.story import story
+
     journal = ctx.read_journal()
     store = ctx.store
-    timeline, judged, told = _judged(ctx, journal, colour=_colour())
-    _known_filters(ctx, journal, timeline, args.host, args.step)
     keep = render.Filter(args.host, args.step, args.failed)
+    if args.limit is not None and args.limit < 0:
+        raise BadInput(f"--limit {args.limit}: give a number of items (0: all of them)")
+    limit = LOG_LIMIT if args.limit is None else args.limit
+    since = _since_seq(ctx, journal, args.since)
+
+    def read(found: Digest):  # type: ignore[no-untyped-def]
+        _known_filters(ctx, journal, found, args.host, args.step)
+        items, total = found.page(keep, limit, since)
+        return found, items, total, found.run_count(keep), story(found, tally(store, journal))
+
+    found, items, total, run_count, told = digest(store, journal, read)
+    page = Timeline(journal, plan=found.plan, hosts=found.hosts, items=items)
+    page.runs = {i.run_id: i for i in items if isinstance(i, StepRunView)}
+    page.events, page.last_ts = found.events, found.last_ts
+    judged = render.Judged(run_findings(store, journal, list(page.runs)), colour=_colour())
     if args.format == "json":
         if args.follow or args.output:
             raise BadInput("--format json lists the timeline; it cannot --follow or --output")
@@ -166,15 +200,17 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
             {
                 "journal": journal,
                 "story": told.as_dict(),
-                "items": [render.item_json(i, judged) for i in timeline.items if keep.item(i)],
+                "items": [render.item_json(i, judged) for i in reversed(items)],
+                "total": total,
             }
         )
         return 0
+    timeline = page
     # Output is printed as it was recorded; to a terminal with only its colours obeyed (a
     # title, a cleared screen, a cursor move are shown as escapes, not done).
     shown = visible_output if sys.stdout.isatty() else bytes
     if args.output:
-        for run in timeline.step_runs():
+        for run in reversed(timeline.step_runs()):
             if not keep.run(run):
                 continue
             print(render.run_line(run, command=False, judged=judged))
@@ -182,12 +218,10 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
             _write_output(store, journal, run.run_id, shown)
     else:
         print(_story_text(told))
-        print(render.timeline_text(timeline, judged, keep))
+        print(render.timeline_text(timeline, judged, keep, runs=run_count, total=total))
     if not args.follow:
         return 0
-    last = max([r.seq for r in timeline.runs.values()] + [0])
-    for rec in store.read(journal, after=last):
-        last = rec.seq
+    last = found.head.seq if found.head else 0
     runs = {run.run_id: (run.step, run.host) for run in timeline.runs.values()}
     print("-- following; Ctrl-C to stop --", flush=True)
     try:
@@ -196,6 +230,10 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
                 last = rec.seq
                 if isinstance(rec.event, StepStarted):
                     runs[rec.event.run] = (rec.event.step, rec.event.host_name)
+                elif rec.event.run_id and rec.event.run_id not in runs:
+                    known = found.step_and_host(rec.event.run_id)  # a run begun before
+                    if known is not None:
+                        runs[rec.event.run_id] = known
                 if keep.follows(rec.event, runs):
                     sys.stdout.buffer.write(shown(event_text(rec, runs)))
             sys.stdout.flush()
@@ -205,7 +243,7 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
 
 
 def _known_filters(
-    ctx: Context, journal: str, timeline: Timeline, host: str | None, step: str | None
+    ctx: Context, journal: str, timeline: Digest, host: str | None, step: str | None
 ) -> None:
     """Bad input for `log --host H` or `--step S` naming what the journal (and its runbook)
     does not know: a typo would otherwise print an empty timeline and exit 0."""
@@ -217,10 +255,9 @@ def _known_filters(
     runbook = ctx.runbook if ctx.has_runbook() and ctx.runbook.name == journal else None
     if host is not None:
         hosts = dict.fromkeys([*timeline.hosts, *(runbook.hosts if runbook else [])])
-        hosts.update(dict.fromkeys(getattr(i, "host", None) for i in timeline.items))
-        hosts.update(dict.fromkeys(timeline.latest_probes))
+        hosts.update(dict.fromkeys([*timeline.story_hosts(), *timeline.latest_probes]))
         known = [h for h in hosts if h]
-        if host not in known:
+        if host not in known and not timeline.holds_host(host):
             raise BadInput(
                 f"log --host {shown(host)}: journal {journal} has no host by that name"
                 f"{suggest(host, known)}; nothing was shown"
@@ -228,7 +265,7 @@ def _known_filters(
     if step is not None:
         steps = dict.fromkeys([*timeline.plan, *(runbook.plan if runbook else [])])
         steps.update(dict.fromkeys([*(runbook.benchmarks if runbook else [])]))
-        steps.update(dict.fromkeys(run.step for run in timeline.runs.values()))
+        steps.update(dict.fromkeys(timeline.steps_known()))
         known = [s for s in steps if s]
         if step not in known:
             raise BadInput(

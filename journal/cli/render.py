@@ -173,39 +173,57 @@ def finding_line(found: Finding) -> str:
 
 
 def timeline_text(
-    timeline: Timeline, judged: Judged | None = None, keep: Filter | None = None
+    timeline: Timeline,
+    judged: Judged | None = None,
+    keep: Filter | None = None,
+    runs: int | None = None,
+    total: int | None = None,
 ) -> str:
-    """The whole timeline, one block per item (``keep``: only what the filter keeps); with
-    ``judged``, each run's findings under it."""
+    """The timeline's items, newest first, one block per item (``keep``: only what the filter
+    keeps); with ``judged``, each run's findings under it. ``runs`` and ``total``: how many
+    step runs and items the filter keeps in the whole journal, where ``timeline`` holds a page
+    of them (`journal log --limit`)."""
     judged = judged or Judged()
     keep = keep or Filter()
-    runs = [r for r in timeline.step_runs() if keep.run(r)]
+    shown = [item for item in timeline.items if keep.item(item)]
+    count = runs if runs is not None else sum(1 for i in shown if isinstance(i, StepRunView))
     lines = [
-        f"journal {timeline.journal}: {plural(len(runs), 'step run')}, "
+        f"journal {timeline.journal}: {plural(count, 'step run')}, "
         f"{plural(timeline.events, 'event')}, last at {when(timeline.last_ts)}"
     ]
+    if total is not None and total > len(shown):
+        lines.append(
+            f"the newest {len(shown):,} of {plural(total, 'item')}, newest first "
+            "(`--limit N` shows N, `--limit 0` all, `--since WHEN` those since then)"
+        )
     headings: set[int] = set()
-    shown = [item for item in timeline.items if keep.item(item)]
+    blocks: list[tuple[list[str], bool]] = []  # (lines, whether its first is a run's heading)
     for index, item in enumerate(shown):
+        block: list[str] = []
         if isinstance(item, StepRunView):
-            headings.add(len(lines))  # made visible by run_line, with its amber kept
-            lines.append(run_line(item, judged=judged))
-            lines.extend(f"{PAD}{line}" for line in run_details(item))
-            lines.extend(f"{PAD}{finding_line(f)}" for f in judged.of(item))
+            block.append(run_line(item, judged=judged))
+            block.extend(f"{PAD}{line}" for line in run_details(item))
+            block.extend(f"{PAD}{finding_line(f)}" for f in judged.of(item))
         elif isinstance(item, ProbeView):
-            lines.append(f"{when(item.ts)}  probe {item.probe} on {item.host}: {probe_line(item)}")
-            lines.extend(f"{PAD}{expectation_line(e)}" for e in item.expectations)
+            block.append(f"{when(item.ts)}  probe {item.probe} on {item.host}: {probe_line(item)}")
+            block.extend(f"{PAD}{expectation_line(e)}" for e in item.expectations)
         elif isinstance(item, NoteView):
             tags = f" [{', '.join(item.tags)}]" if item.tags else ""
-            lines.append(f"{when(item.ts)}  note{tags}: {item.text}")
+            block.append(f"{when(item.ts)}  note{tags}: {item.text}")
         elif isinstance(item, MetricView):
             if not _same_figures(shown, index - 1, item):  # the first of its group
-                lines.extend(figure_lines(_figures_from(shown, index)))
+                block.extend(figure_lines(_figures_from(shown, index)))
         elif isinstance(item, HostKeyView):
-            lines.append(
+            block.append(
                 f"{when(item.ts)}  accepted the new host key of {item.host} ({item.target}): "
                 f"{item.key_type} {item.fingerprint}"
             )
+        if block:
+            blocks.append((block, isinstance(item, StepRunView)))
+    for block, heading in reversed(blocks):
+        if heading:
+            headings.add(len(lines))  # made visible by run_line, with its amber kept
+        lines.extend(block)
     return "\n".join(line if i in headings else visible(line) for i, line in enumerate(lines))
 
 

@@ -146,23 +146,23 @@ class Ledger(StoredProjection):
             resolved + running.resolved,
         )
 
-    def open_findings(self, severity: str) -> list[Finding]:
-        """The open findings of one severity, in order: read from the rows of the pitfalls
-        the tally shows open at that severity, not from every finding."""
+    def open_findings(self, severity: str | None = None) -> list[Finding]:
+        """The open findings of one severity (None: of every one), in order: read from the
+        rows of the pitfalls the tally shows open at that severity, not from every finding."""
         folded = self.advance()
         rows = self.rows([TALLY, "acks"])
         acks = book_of(rows.get("acks"))
         ids = {
             key.split("\t")[0]
             for key, n in (rows.get(TALLY) or {}).items()
-            if n and key.endswith(f"\t{severity}\topen")
+            if n and key.endswith(f"\t{severity}\topen" if severity else "\topen")
         }
-        found = self._unresolved(
-            acks, lambda f: f.severity == severity and acks.of(f) is None, ids=ids
-        )
-        found += [
-            f for f in with_acks(folded.running, acks) if f.severity == severity and f.is_open
-        ]
+
+        def wanted(f: Finding) -> bool:
+            return severity in (None, f.severity)
+
+        found = self._unresolved(acks, lambda f: wanted(f) and acks.of(f) is None, ids=ids)
+        found += [f for f in with_acks(folded.running, acks) if wanted(f) and f.is_open]
         found.sort(key=order)
         return found
 

@@ -5,6 +5,7 @@ drift` show what their transcripts printed of the stack."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,11 +42,16 @@ def imported_hosts(timeline: Timeline, known: list[str] | None = None) -> dict[s
 
 def merged(runs: list[StepRunView]) -> dict[str, Any] | None:
     """The transcript readings of ``runs`` as one: each key's latest value and evidence."""
+    return merged_readings(p.result for run in runs for p in run.probes if p.probe == TRANSCRIPT)
+
+
+def merged_readings(results: Iterable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Transcript readings (in order) as one: each key's latest value and evidence."""
     from journal.projections.drift.readings import STACK
 
     out: dict[str, Any] = {"evidence": {}}
-    for probe in (p for run in runs for p in run.probes if p.probe == TRANSCRIPT):
-        result = probe.result or {}
+    for found in results:
+        result = found or {}
         for key, _label in STACK:
             if key not in (result.get("evidence") or {}):
                 continue

@@ -232,10 +232,11 @@ class Change:
         return "run again"
 
 
-def all_series(timeline: Timeline) -> list[Series]:
-    """Every series of the journal, in the order of their first figure."""
+def all_series(timeline: Timeline | list[MetricView]) -> list[Series]:
+    """Every series of the journal (or of its figures, in the order recorded), in the order
+    of their first figure."""
     found: dict[tuple[Any, ...], Series] = {}
-    for point in timeline.metrics:
+    for point in timeline.metrics if isinstance(timeline, Timeline) else timeline:
         key = series_key(point)
         series = found.get(key)
         if series is None:

@@ -20,9 +20,11 @@ recorders handed in.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -30,6 +32,7 @@ from typing import Any, ClassVar, TypeVar
 
 from journal.mapper import of_plain, to_plain
 from journal.projections.folder import Folder
+from journal.projections.index import rows_of
 from journal.projections.timeline import (
     HostKeyView,
     MetricView,
@@ -95,11 +98,14 @@ class StoredProjection:
     def rows(self, keys: Iterable[str] | None = None) -> dict[str, Any]:
         return self.cache.rows(self.journal, self.name, keys)
 
-    def keys(self, prefix: str, suffix: str = "") -> list[str]:
-        return self.cache.keys(self.journal, self.name, prefix, suffix)
+    def keys(self, prefix: str, suffix: str = "", start: str = "") -> list[str]:
+        return self.cache.keys(self.journal, self.name, prefix, suffix, start)
 
-    def last_keys(self, prefix: str, limit: int) -> list[str]:
-        return self.cache.last_keys(self.journal, self.name, prefix, limit)
+    def last_keys(self, prefix: str, limit: int, start: str = "") -> list[str]:
+        return self.cache.last_keys(self.journal, self.name, prefix, limit, start)
+
+    def count(self, prefix: str, start: str = "") -> int:
+        return self.cache.count(self.journal, self.name, prefix, start)
 
     def holds(self, prefix: str, needle: str) -> bool:
         return self.cache.holds(self.journal, self.name, prefix, needle)
@@ -153,6 +159,8 @@ class _Stored(StoredProjection):
         "projections/folder.py",
         "projections/stored.py",
         "projections/packages.py",
+        "projections/index.py",
+        "projections/unread.py",
         "mapper.py",
     )
 
@@ -218,6 +226,7 @@ def item_json(item: TimelineItem, snapshots: _Snapshots, unfinished: bool = Fals
 def item_of(d: dict[str, Any], snapshots: dict[str, Any]) -> TimelineItem:
     d = dict(d)
     kind = d.pop("kind")
+    d.pop("ix", None)
     if kind != "run":
         return of_plain(_KINDS[kind], d)
     refs = d.pop("snapshots")
@@ -265,6 +274,30 @@ def load_newest(cache: ProjectionCache, journal: str, newest: int) -> tuple[Rest
     return state.read(read)
 
 
+def load_some(
+    cache: ProjectionCache, journal: str, runs: Iterable[str]
+) -> tuple[Restored, dict[str, Any]] | None:
+    """The stored timeline holding only the runs named by ``runs`` (those stored) and what its
+    head says (plan, hosts, counts, the latest probes and snapshots), with the head row
+    (:func:`save`'s ``base``: how many items it was restored with under ``_loaded``); None
+    when there is none of this version."""
+    state = _Stored(cache, journal)
+    wanted = [f"r:{run}" for run in runs]
+
+    def read(head: Head) -> tuple[Restored, dict[str, Any]]:
+        top = state.rows(["head"]).get("head") or {}
+        keys = list(state.rows(wanted).values())
+        rows = state.rows(keys)
+        refs = {k for d in rows.values() if d.get("kind") == "run" for k in d["snapshots"].values()}
+        refs |= set(top.get("latest_packages", {}).values())
+        rows.update(state.rows(refs))
+        rows["head"] = top
+        restored = _restore(journal, head, rows)
+        return restored, {**top, "_loaded": len(restored.timeline.items)}
+
+    return state.read(read)
+
+
 def _restore(journal: str, head: Head, rows: dict[str, Any]) -> Restored:
     top = rows.get("head") or {}
     snapshots = {k: v for k, v in rows.items() if k.startswith("s:")}
@@ -283,14 +316,41 @@ def _restore(journal: str, head: Head, rows: dict[str, Any]) -> Restored:
         elif isinstance(item, MetricView):
             timeline.metrics.append(item)
     timeline.metrics.sort(key=lambda m: m.seq)
-    for host, latest in top.get("latest_probes", {}).items():
-        timeline.latest_probes[host] = {p: probes[s] for p, s in latest.items() if s in probes}
+    timeline.latest_probes = latest_probes(top, probes)
     for host, key in top.get("latest_packages", {}).items():
         if key in snapshots:
             timeline.latest_packages[host] = snapshots[key]
     timeline.latest_packages_seq = dict(top.get("latest_packages_seq", {}))
     timeline.events, timeline.last_ts = top.get("events", 0), top.get("last_ts")
     return Restored(timeline, head.seq, head, set(top.get("unfinished", [])))
+
+
+def latest_probes(
+    top: dict[str, Any], known: dict[int, ProbeView]
+) -> dict[str, dict[str, ProbeView]]:
+    """The head's latest probe of each kind on each host (the item's own view where ``known``
+    holds it)."""
+    out: dict[str, dict[str, ProbeView]] = {}
+    for host, latest in top.get("latest_probes", {}).items():
+        out[host] = {p: known.get(d["seq"]) or of_plain(ProbeView, d) for p, d in latest.items()}
+    return out
+
+
+def _orders(timeline: Timeline, base: dict[str, Any] | None) -> dict[str, list[str]]:
+    """The head's lists in the order their items first name them: the hosts of probes and
+    runs (the story's), the hosts of runs and the steps run (progress's); ``base``: the head
+    a timeline holding only some items was restored from (its new items are added on)."""
+    seen = dict.fromkeys((base or {}).get("seen", []))
+    run_hosts = dict.fromkeys((base or {}).get("run_hosts", []))
+    steps = dict.fromkeys((base or {}).get("steps", []))
+    for item in timeline.items:
+        if isinstance(item, StepRunView):
+            seen.setdefault(item.host)
+            run_hosts.setdefault(item.host)
+            steps.setdefault(item.step)
+        elif isinstance(item, ProbeView):
+            seen.setdefault(item.host)
+    return {"seen": list(seen), "run_hosts": list(run_hosts), "steps": list(steps)}
 
 
 def save(
@@ -302,30 +362,126 @@ def save(
     seq: int,
     since: Head | None,
     anew: bool = False,
+    base: dict[str, Any] | None = None,
 ) -> bool:
-    """Store the ``changed`` items (unsettled: runs in ``unfinished`` as not ended) and the
-    head at ``seq``; False when another process saved since ``since``."""
+    """Store the ``changed`` items (unsettled: runs in ``unfinished`` as not ended) with their
+    index rows (:mod:`journal.projections.index`; those an item no longer has deleted) and the
+    head at ``seq``; False when another process saved since ``since``. ``base``: the head row
+    ``timeline`` was restored from when it holds only some items (:func:`load_some`)."""
+    state = _Stored(cache, journal)
     snapshots = _Snapshots()
     rows: dict[str, Any] = {}
+    made: dict[str, list[str]] = {}
     for item in changed:
         run = isinstance(item, StepRunView) and item.run_id in unfinished
-        rows[item_key(item)] = item_json(item, snapshots, unfinished=run)
+        key = item_key(item)
+        row = item_json(item, snapshots, unfinished=run)
+        index = rows_of(item, key, snapshots.key)
+        if run:  # indexed as stored: not ended (each reader settles it)
+            index = {
+                k: ({**v, "s": UNFINISHED} if k.startswith("p:") else v) for k, v in index.items()
+            }
+            index = {k: v for k, v in index.items() if not k.startswith("f:")}
+        row["ix"] = sorted(index)
+        rows[key] = row
+        rows.update(index)
+        made[key] = row["ix"]
+    if not anew and made:
+        for key, old in state.rows(made).items():
+            for gone in set(old.get("ix", ())) - set(made[key]):
+                rows[gone] = None
     latest_packages = {h: snapshots.key(p) for h, p in timeline.latest_packages.items()}
     rows.update(snapshots.rows)
+    added = 0 if base is None else len(timeline.items) - base["_loaded"]
     rows["head"] = {
         "plan": timeline.plan,
         "hosts": timeline.hosts,
         "events": timeline.events,
         "last_ts": timeline.last_ts,
         "latest_probes": {
-            h: {p: v.seq for p, v in latest.items()} for h, latest in timeline.latest_probes.items()
+            h: {p: to_plain(v) for p, v in latest.items()}
+            for h, latest in timeline.latest_probes.items()
         },
         "latest_packages": latest_packages,
         "latest_packages_seq": timeline.latest_packages_seq,
         "unfinished": sorted(unfinished),
-        "items": len(timeline.items),
+        "items": len(timeline.items) if base is None else base.get("items", 0) + added,
+        **_orders(timeline, base),
     }
-    return _Stored(cache, journal).save(seq, rows, since, anew)
+    return state.save(seq, rows, since, anew)
+
+
+def _touched(records: Iterable[Any]) -> tuple[set[str], int] | None:
+    """The stored runs the events ``records`` change and the last event's seq, or None when
+    folding them needs the whole timeline (a dated import placed by its time; an expectation
+    of no run known)."""
+    from journal.events import ExpectationChecked, StepStarted
+
+    started: set[str] = set()
+    touched: set[str] = set()
+    last = 0
+    for rec in records:
+        event, last = rec.event, rec.seq
+        if isinstance(event, StepStarted):
+            if event.imported and event.at:
+                return None
+            started.add(event.run)
+        elif isinstance(event, ExpectationChecked) and event.run_id is None:
+            return None
+        elif event.run_id is not None and event.run_id not in started:
+            touched.add(event.run_id)
+    return touched, last
+
+
+def _upto(records: Iterable[Any], last: int) -> Iterable[Any]:
+    """``records`` up to the event ``last`` (those appended since are the next reader's)."""
+    return itertools.takewhile(lambda rec: rec.seq <= last, records)
+
+
+#: The most new events folded onto a timeline restored in part (and a tenth as many runs they
+#: change): more are folded onto the whole.
+SOME_EVENTS = 50_000
+
+
+def brought_up(store: Any, journal: str) -> Head | None:
+    """Bring the stored timeline of ``journal`` up to date reading only the runs the new events
+    change (the whole timeline where they need it, or none is stored); its head after."""
+    cache = ProjectionCache(store.engine)
+    state = _Stored(cache, journal)
+    for _ in range(TRIES):
+        head = state.head()
+        last = store.last_seq(journal)
+        if state.usable(head) and head is not None and head.seq >= last:
+            return head
+        if not state.usable(head):
+            break
+        with contextlib.closing(store.read(journal, after=head.seq)) as recorded:
+            scanned = _touched(itertools.islice(recorded, SOME_EVENTS + 1))
+        if scanned is None or len(scanned[0]) > SOME_EVENTS // 10:
+            break
+        touched, upto = scanned
+        found = load_some(cache, journal, touched)
+        if found is None:
+            break
+        restored, base = found
+        if restored.head != head:
+            continue
+        folder = Folder(restored.timeline, restored.seq, restored.unfinished)
+        with contextlib.closing(store.read(journal, after=head.seq)) as recorded:
+            timeline = folder.fold(_upto(recorded, upto))
+        if save(
+            cache,
+            journal,
+            timeline,
+            folder.changed,
+            folder.unfinished,
+            folder.last_seq,
+            head,
+            base=base,
+        ):
+            return Head(state.version(), folder.last_seq)
+    current_timeline(store, journal)
+    return state.head()
 
 
 def current_timeline(store: Any, journal: str, alive: Alive | None = None) -> Timeline:

@@ -86,8 +86,8 @@ def tally(store: EventStore, journal: str) -> Tally:
     return Ledger(store, journal).tally()
 
 
-def open_findings(store: EventStore, journal: str, severity: str) -> list[Finding]:
-    """The open findings of one severity (read from the pitfalls open at it only)."""
+def open_findings(store: EventStore, journal: str, severity: str | None = None) -> list[Finding]:
+    """The open findings of one severity, or of all (read from the pitfalls open only)."""
     from journal.pitfalls.ledger import Ledger
 
     return Ledger(store, journal).open_findings(severity)

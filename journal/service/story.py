@@ -25,24 +25,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from journal.mapper import of_plain
 from journal.pitfalls.base import Finding, Tally
 from journal.projections.drift.readings import key_package
+from journal.projections.index import READINGS, SEP, Facts, facts_of
 from journal.projections.metrics import (
     all_series,
     before_after,
-    change_steps,
     changes,
     headline_rank,
 )
 from journal.projections.packages import normalize
-from journal.projections.timeline import ProbeView, StepRunView, Timeline
-from journal.projections.unread import Unread, of_probe, of_run, texts
+from journal.projections.timeline import MetricView, StepRunView, Timeline
+from journal.projections.unread import Unread, texts
 from journal.projections.verdict import VERDICT_WORDS, percent_change
 from journal.reading.bench import DISPLAY
-
-#: The probes that read the stack: torch-env, and what an imported transcript printed of it
-#: (recorded as a ``transcript`` reading of the same shape).
-READINGS = frozenset({"torch-env", "transcript"})
 
 #: What a torch-env reading says of the stack: (label, dotted path in the result).
 STACK = (
@@ -163,17 +160,6 @@ def _moved(m: Moved) -> dict[str, Any]:
     return {"what": m.what, "before": m.before, "after": m.after, "changed": m.changed}
 
 
-def _reading(probe: ProbeView) -> dict[str, str | None]:
-    from journal.probes.summary import value
-
-    out: dict[str, str | None] = {}
-    for label, path in STACK:
-        found = value(probe.result or {}, path)
-        # a part the probe could not read is {"unavailable": why}: not a version
-        out[label] = None if found in (None, "") or isinstance(found, dict) else str(found)
-    return out
-
-
 def _versions(snapshot: dict[str, Any]) -> dict[str, str | None]:
     return {
         normalize(name): (entry or {}).get("version") if isinstance(entry, dict) else None
@@ -181,93 +167,63 @@ def _versions(snapshot: dict[str, Any]) -> dict[str, str | None]:
     }
 
 
-def _host_stories(timeline: Timeline) -> list[HostStory]:
-    first_read: dict[str, dict[str, str | None]] = {}
-    last_read: dict[str, dict[str, str | None]] = {}
-    readings: dict[str, int] = {}
-    first_snap: dict[str, dict[str, Any]] = {}
-    order: dict[str, None] = dict.fromkeys(timeline.hosts)
+def _after(key: str) -> str:
+    """A fact key's place (what follows its host and kind)."""
+    return key.rsplit(SEP, 1)[-1]
 
-    # per (host, packages or torch-env): failed reads before the first good one, and since
-    # the latest good one; those between two good readings change nothing the story compares
-    missed: dict[tuple[str, str], tuple[list[Unread], list[Unread]]] = {}
-    good: set[tuple[str, str]] = set()
 
-    def failed(miss: Unread) -> None:
-        kind = "packages" if miss.snapshot else miss.probe
-        if kind not in ("packages", *READINGS):
-            return
-        head, tail = missed.setdefault((miss.host, kind), ([], []))
-        (tail if (miss.host, kind) in good else head).append(miss)
-
-    def fine(host: str, kind: str) -> None:
-        good.add((host, kind))
-        missed.setdefault((host, kind), ([], []))[1].clear()
-
-    def read(probe: ProbeView) -> None:
-        if probe.probe not in READINGS or probe.result is None:
-            return
-        now = _reading(probe)
-        first_read.setdefault(probe.host, now)
-        last_read[probe.host] = now
-        readings[probe.host] = readings.get(probe.host, 0) + 1
-        fine(probe.host, probe.probe)
-
-    for item in timeline.items:
-        if isinstance(item, ProbeView):
-            order.setdefault(item.host)
-            miss = of_probe(item)
-            if miss is not None:
-                failed(miss)
-            read(item)
-        elif isinstance(item, StepRunView):
-            order.setdefault(item.host)
-            snap = item.snapshots.get("before") or item.snapshots.get("after")
-            if snap is not None and item.host not in first_snap:
-                first_snap[item.host] = snap
-            if "before" in item.snapshots:
-                fine(item.host, "packages")
-            for miss in of_run(item):
-                failed(miss)
-            if "after" in item.snapshots:
-                fine(item.host, "packages")
-            for probe in item.probes:
-                read(probe)
-    # a snapshot on its own (`journal run probe packages`) is no item, but the host's latest
-    # package set: the story's "after" is read after the failures before it
-    for host, seq in timeline.latest_packages_seq.items():
-        _, tail = missed.get((host, "packages"), ([], []))
-        tail[:] = [u for u in tail if u.seq > seq]
+def _host_stories(facts: Facts) -> list[HostStory]:
+    """Each host's story from its facts (:mod:`journal.projections.index`): the first and
+    latest stack reading, the first and latest package set, and the snapshots and readings
+    that failed before the host's first good one or after its latest (those between two good
+    ones change nothing the story compares)."""
     stories = []
-    for host in order:
-        story = HostStory(host, readings=readings.get(host, 0))
-        if host in first_read:
+    for host in facts.story_hosts():
+        of = f"{host}{SEP}"
+        story = HostStory(host, readings=facts.count(f"d:{of}"))
+        if story.readings:
+            first, last = facts.first(f"d:{of}")[1], facts.last(f"d:{of}")[1]  # type: ignore[index]
             story.stack = [
-                Moved(label, first_read[host][label], last_read[host][label])
+                Moved(label, first[label], last[label])
                 for label, _ in STACK
-                if first_read[host][label] or last_read[host][label]
+                if first[label] or last[label]
             ]
-        latest = timeline.latest_packages.get(host)
-        if host in first_snap and latest is not None:
-            before, after = _versions(first_snap[host]), _versions(latest)
+        latest = facts.latest_packages(host)
+        first_snap = facts.first(f"n:{of}")
+        if first_snap is not None and latest is not None:
+            before, after = _versions(facts.snapshot(first_snap[1])), _versions(latest)
             moved = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
             story.packages = [
                 Moved(n, before.get(n), after.get(n)) for n in moved if key_package(n)
             ]
             story.other_packages = len(moved) - len(story.packages)
-        for (where, _), (head, tail) in missed.items():
-            if where == host:
-                story.unread += [*head, *tail]
+        for kind in ("packages", *READINGS):
+            misses = facts.all(f"m:{of}{kind}{SEP}")
+            if not misses:
+                continue
+            good = facts.first(f"g:{of}{kind}{SEP}"), facts.last(f"g:{of}{kind}{SEP}")
+            for key, miss in misses:
+                at = _after(key)
+                if good[0] is None or at < _after(good[0][0]):
+                    story.unread.append(of_plain(Unread, miss))
+                elif at > _after(good[1][0]):  # type: ignore[index]
+                    if kind != "packages" or miss["seq"] > facts.latest_packages_seq(host):
+                        # a snapshot on its own (`journal run probe packages`) is no item,
+                        # but the host's latest package set: failures before it are behind
+                        story.unread.append(of_plain(Unread, miss))
         story.unread.sort(key=lambda u: u.seq)
         if story.stack or story.packages or story.other_packages or story.unread:
             stories.append(story)
     return stories
 
 
-def _headline(timeline: Timeline) -> Headline | None:
-    found = all_series(timeline)
+def _headline(metrics: list[MetricView]) -> Headline | None:
+    """The preferred rate series' first, worst and last set (its figures ``metrics``, in the
+    order recorded). What lies between two sets (:func:`change_steps`) changes no verdict, so
+    none is looked up."""
+    found = all_series(metrics)
     order = {id(s): i for i, s in enumerate(found)}
-    steps = change_steps(timeline)
+    steps: list[StepRunView] = []
     for series in sorted(
         (s for s in found if s.higher_is_better),
         key=lambda s: (headline_rank(s.name), order[id(s)]),
@@ -297,12 +253,14 @@ def _headline(timeline: Timeline) -> Headline | None:
     return None
 
 
-def story(timeline: Timeline, findings: list[Finding] | Tally) -> Story:
-    """The story of a judged journal: ``findings`` are its findings, or their tally."""
+def story(timeline: Timeline | Facts, findings: list[Finding] | Tally) -> Story:
+    """The story of a judged journal (its timeline, or the facts its stored index holds:
+    :class:`journal.projections.digest.Digest`): ``findings`` are its findings, or their tally."""
     tally = findings if isinstance(findings, Tally) else Tally.of(findings)
+    facts = facts_of(timeline) if isinstance(timeline, Timeline) else timeline
     return Story(
-        hosts=_host_stories(timeline),
-        headline=_headline(timeline),
+        hosts=_host_stories(facts),
+        headline=_headline(facts.metrics()),
         open=dict(tally.open),
         acknowledged=tally.acknowledged,
         resolved=tally.resolved,

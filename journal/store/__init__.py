@@ -287,6 +287,28 @@ class EventStore:
             rows = [(r.run_id, r.seq) for r in conn.execute(query)]
         return [(run, seq) for run, seq in rows if prefix is None or run.startswith(prefix)]
 
+    def seq_since(self, journal: str, ts: str) -> int:
+        """The first event of ``journal`` recorded at or after ``ts`` (as the store writes
+        times), found by halving the range of sequence numbers (events are stored in the
+        order of their times); one past the last when none is."""
+        last = self.last_seq(journal)
+        lo, hi = 1, last + 1
+        with self.engine.connect() as conn:
+            while lo < hi:
+                mid = (lo + hi) // 2
+                query = (
+                    select(events.c.seq, events.c.ts)
+                    .where(events.c.journal == journal, events.c.seq >= mid)
+                    .order_by(events.c.seq)
+                    .limit(1)
+                )
+                row = conn.execute(query).first()
+                if row is None or row.ts >= ts:
+                    hi = mid
+                else:
+                    lo = row.seq + 1
+        return lo
+
     def last_seq(self, journal: str) -> int:
         """The newest sequence number of a journal (0 when it has no event)."""
         query = select(func.max(events.c.seq)).where(events.c.journal == journal)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, and_, delete, insert, select, update
+from sqlalchemy import Engine, and_, delete, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 
 from journal.errors import Busy, DiskFull
@@ -33,6 +33,27 @@ class Head:
 
     version: str
     seq: int
+
+
+#: Above every character: ``key < prefix + TOP`` bounds the keys that start with ``prefix``.
+TOP = "\U0010ffff"
+
+
+def _prefixed(prefix: str, start: str = "") -> tuple[Any, ...]:
+    """The keys starting with ``prefix`` (and what follows it from ``start`` on): as a range
+    too, which the primary key's index answers (SQLite's LIKE alone reads every row of the
+    projection)."""
+    key = projection_rows.c.key
+    return (key >= prefix + start, key < prefix + TOP, key.startswith(prefix, autoescape=True))
+
+
+def _keys_of(journal: str, projection: str, prefix: str, start: str = "") -> Any:
+    """The query of a projection's keys starting with ``prefix`` (from ``start`` on)."""
+    return select(projection_rows.c.key).where(
+        projection_rows.c.journal == journal,
+        projection_rows.c.projection == projection,
+        *_prefixed(prefix, start),
+    )
 
 
 class ProjectionCache:
@@ -69,37 +90,45 @@ class ProjectionCache:
                     out[key] = json.loads(body)
         return out
 
-    def keys(self, journal: str, projection: str, prefix: str, suffix: str = "") -> list[str]:
-        """Every key starting with ``prefix`` (and ending with ``suffix``), in ascending order
-        (no row is decoded)."""
-        query = (
-            select(projection_rows.c.key)
-            .where(
-                projection_rows.c.journal == journal,
-                projection_rows.c.projection == projection,
-                projection_rows.c.key.startswith(prefix, autoescape=True),
-            )
-            .order_by(projection_rows.c.key)
-        )
+    def keys(
+        self, journal: str, projection: str, prefix: str, suffix: str = "", start: str = ""
+    ) -> list[str]:
+        """Every key starting with ``prefix`` (and ending with ``suffix``; from ``prefix`` +
+        ``start`` on), in ascending order (no row is decoded)."""
+        query = _keys_of(journal, projection, prefix, start).order_by(projection_rows.c.key)
         if suffix:
             query = query.where(projection_rows.c.key.endswith(suffix, autoescape=True))
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
-    def last_keys(self, journal: str, projection: str, prefix: str, limit: int) -> list[str]:
-        """The ``limit`` greatest keys starting with ``prefix``, in ascending order."""
+    def last_keys(
+        self, journal: str, projection: str, prefix: str, limit: int, start: str = ""
+    ) -> list[str]:
+        """The ``limit`` greatest keys starting with ``prefix`` (from ``prefix`` + ``start``
+        on), in ascending order."""
         query = (
-            select(projection_rows.c.key)
-            .where(
-                projection_rows.c.journal == journal,
-                projection_rows.c.projection == projection,
-                projection_rows.c.key.startswith(prefix, autoescape=True),
-            )
+            _keys_of(journal, projection, prefix, start)
             .order_by(projection_rows.c.key.desc())
             .limit(limit)
         )
         with self.engine.connect() as conn:
             return sorted(conn.execute(query).scalars())
+
+    def first_keys(self, journal: str, projection: str, prefix: str, limit: int) -> list[str]:
+        """The ``limit`` least keys starting with ``prefix``, in ascending order."""
+        query = _keys_of(journal, projection, prefix).order_by(projection_rows.c.key).limit(limit)
+        with self.engine.connect() as conn:
+            return list(conn.execute(query).scalars())
+
+    def count(self, journal: str, projection: str, prefix: str, start: str = "") -> int:
+        """How many keys start with ``prefix`` (from ``prefix`` + ``start`` on)."""
+        query = select(func.count()).where(
+            projection_rows.c.journal == journal,
+            projection_rows.c.projection == projection,
+            *_prefixed(prefix, start),
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
 
     def holds(self, journal: str, projection: str, prefix: str, needle: str) -> bool:
         """Whether a row whose key starts with ``prefix`` holds ``needle`` in its JSON (the
@@ -109,7 +138,7 @@ class ProjectionCache:
             .where(
                 projection_rows.c.journal == journal,
                 projection_rows.c.projection == projection,
-                projection_rows.c.key.startswith(prefix, autoescape=True),
+                *_prefixed(prefix),
                 projection_rows.c.body.contains(needle, autoescape=True),
             )
             .limit(1)

@@ -1,0 +1,271 @@
+"""The stored timeline read through its index (:mod:`journal.projections.index`): what
+`journal status`, the story and a page of `journal log` show, read from a few small rows
+however long the journal is.
+
+:func:`digest` brings the stored timeline up to date first, reading only the runs the new
+events change (:func:`journal.projections.stored.brought_up`), then hands a :class:`Digest` to
+the reader, again when another process saved in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from journal.mapper import of_plain
+from journal.projections.folder import Folder
+from journal.projections.imported import ImportedHost, merged_readings
+from journal.projections.index import SEP, pos
+from journal.projections.progress import HostState, StepState
+from journal.projections.stored import (
+    TRIES,
+    Moved,
+    _Stored,
+    brought_up,
+    item_of,
+    latest_probes,
+)
+from journal.projections.timeline import (
+    MetricView,
+    ProbeView,
+    StepRunView,
+    Timeline,
+    TimelineItem,
+)
+from journal.runs import NOT_STARTED, UNFINISHED, Alive
+from journal.store.cache import ProjectionCache
+
+_T = TypeVar("_T")
+
+
+class Digest:
+    """The stored timeline of one journal at one head, asked by prefix."""
+
+    def __init__(self, store: Any, journal: str, alive: Alive | None = None) -> None:
+        self.journal = journal
+        self.state = _Stored(ProjectionCache(store.engine), journal)
+        self.head = self.state.head()
+        self.top: dict[str, Any] = self.state.rows(["head"]).get("head") or {}
+        self.alive = alive or store.liveness()
+        self.plan: list[str] = list(self.top.get("plan", []))
+        self.hosts: dict[str, str] = dict(self.top.get("hosts", {}))
+        self.events: int = self.top.get("events", 0)
+        self.last_ts: str | None = self.top.get("last_ts")
+        self.item_count: int = self.top.get("items", 0)
+        self.unfinished: set[str] = set(self.top.get("unfinished", []))
+        self.latest_probes: dict[str, dict[str, ProbeView]] = latest_probes(self.top, {})
+        self._packages: dict[str, dict[str, Any] | None] = {}
+        self._items: dict[str, TimelineItem] = {}
+
+    # -- the facts (journal.projections.index.Facts) --------------------------------------
+
+    def story_hosts(self) -> list[str]:
+        return list(dict.fromkeys([*self.hosts, *self.top.get("seen", [])]))
+
+    def first(self, prefix: str) -> tuple[str, Any] | None:
+        keys = self.state.cache.first_keys(self.journal, self.state.name, prefix, 1)
+        return (keys[0], self.state.rows(keys)[keys[0]]) if keys else None
+
+    def last(self, prefix: str) -> tuple[str, Any] | None:
+        keys = self.state.last_keys(prefix, 1)
+        return (keys[0], self.state.rows(keys)[keys[0]]) if keys else None
+
+    def count(self, prefix: str) -> int:
+        return self.state.cache.count(self.journal, self.state.name, prefix)
+
+    def all(self, prefix: str) -> list[tuple[str, Any]]:
+        keys = self.state.keys(prefix)
+        rows = self.state.rows(keys)
+        return [(k, rows[k]) for k in keys if k in rows]
+
+    def snapshot(self, key: str) -> dict[str, Any]:
+        return self.state.rows([key]).get(key) or {}
+
+    def latest_packages(self, host: str) -> dict[str, Any] | None:
+        if host not in self._packages:
+            key = self.top.get("latest_packages", {}).get(host)
+            self._packages[host] = self.snapshot(key) if key else None
+        return self._packages[host]
+
+    def latest_packages_seq(self, host: str) -> int:
+        return int(self.top.get("latest_packages_seq", {}).get(host, 0))
+
+    def metrics(self) -> list[MetricView]:
+        found = [of_plain(MetricView, d) for _, d in self.all("M:")]
+        return sorted(found, key=lambda m: m.seq)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def items(self, keys: Iterable[str]) -> list[TimelineItem]:
+        """The items stored under ``keys`` (item keys), runs settled as every reader settles
+        them (a run not ended: running, not started or lost)."""
+        keys = list(dict.fromkeys(keys))
+        rows = self.state.rows(k for k in keys if k not in self._items)
+        refs = {r for d in rows.values() if d.get("kind") == "run" for r in d["snapshots"].values()}
+        snapshots = self.state.rows(refs)
+        loaded: dict[str, StepRunView] = {}
+        for key, row in rows.items():
+            item = self._items[key] = item_of(row, snapshots)
+            if isinstance(item, StepRunView):
+                loaded[item.run_id] = item
+        unfinished = {r for r, v in loaded.items() if v.status == UNFINISHED}
+        if unfinished:
+            timeline = Timeline(self.journal, items=list(loaded.values()), runs=loaded)
+            Folder(timeline, unfinished=unfinished).fold((), self.alive)
+        return [self._items[k] for k in keys if k in self._items]
+
+    def runs(self, keys: Iterable[str]) -> list[StepRunView]:
+        """The step runs stored under ``keys`` (item keys), settled."""
+        return [v for v in self.items(keys) if isinstance(v, StepRunView)]
+
+    def page(self, keep: Any, limit: int, since: int = 0) -> tuple[list[TimelineItem], int]:
+        """The newest ``limit`` items (0: all) that ``keep`` (a
+        :class:`journal.cli.render.Filter`) keeps, recorded from the event ``since`` on, in
+        timeline order; and how many it keeps in all."""
+        start = f"{since:012d}" if since else ""
+        if keep.failed:  # failed runs are few: every one read, and those not ended settled
+            refs = self._refs("f:", 0, start)
+            ended = self.state.rows(f"r:{r}" for r in self.unfinished)
+            refs += [(pos(k), k) for k in ended.values() if pos(k) >= start]
+            found = [i for i in self.items(k for _, k in sorted(refs)) if keep.item(i)]
+            return (found[-limit:] if limit else found), len(found)
+        if keep.step:
+            lists = [f"p:{keep.host}{SEP}{keep.step}{SEP}" if keep.host else f"t:{keep.step}{SEP}"]
+        elif keep.host:
+            lists = [f"o:{keep.host}{SEP}", "N:"]  # and the notes of no host
+        else:
+            lists = ["i:"]
+        refs = sorted(ref for prefix in lists for ref in self._refs(prefix, limit, start))
+        total = sum(self.count_from(prefix, start) for prefix in lists)
+        found = self.items(k for _, k in (refs[-limit:] if limit else refs))
+        return found, total
+
+    def _refs(self, prefix: str, limit: int, start: str) -> list[tuple[str, str]]:
+        """The newest ``limit`` (0: all) entries of an index list from ``start`` on: each
+        item's place and key."""
+        if limit:
+            keys = self.state.last_keys(prefix, limit, start)
+        else:
+            keys = self.state.keys(prefix, start=start)
+        if prefix == "i:":
+            return [(pos(k), k) for k in keys]
+        rows = self.state.rows(keys)
+        out = []
+        for key in keys:
+            ref = rows.get(key)
+            out.append((key[len(prefix) :], ref["k"] if isinstance(ref, dict) else ref))
+        return out
+
+    def run_count(self, keep: Any) -> int:
+        """How many step runs ``keep`` keeps (those of a host, of a step, the failed ones)."""
+        if keep.failed:
+            return self.page(keep, 0)[1]
+        if keep.step:
+            prefix = f"p:{keep.host}{SEP}{keep.step}{SEP}" if keep.host else f"t:{keep.step}{SEP}"
+            return self.count(prefix)
+        if keep.host:
+            return sum(self.count(f"{kind}:{keep.host}{SEP}") for kind in "HI")
+        return self.count("r:")
+
+    def holds_host(self, host: str) -> bool:
+        """Whether any item names ``host`` (a note about it, a figure)."""
+        return bool(self.state.last_keys(f"o:{host}{SEP}", 1))
+
+    def step_and_host(self, run: str) -> tuple[str, str] | None:
+        """The step and host of the run ``run``, where it is stored."""
+        key = self.state.rows([f"r:{run}"]).get(f"r:{run}")
+        row = self.state.rows([key]).get(key) if key else None
+        return (row["step"], row["host"]) if row else None
+
+    def count_from(self, prefix: str, start: str = "") -> int:
+        if prefix == "i:" and not start:
+            return self.item_count
+        return self.state.count(prefix, start)
+
+    def run(self, key: str | None) -> StepRunView | None:
+        found = self.runs([key]) if key else []
+        return found[0] if found else None
+
+    def latest(self, host: str, step: str) -> StepRunView | None:
+        """Where ``step`` stands on ``host``: its latest run but one not started (that changed
+        nothing), or its first run when every one is such (:func:`progress.stands`)."""
+        prefix = f"p:{host}{SEP}{step}{SEP}"
+        count, checked = 4, 0
+        while True:
+            keys = self.state.last_keys(prefix, count)[::-1]  # the newest first
+            complete = len(keys) < count
+            rows = self.state.rows(keys[checked:])
+            for i in range(checked, len(keys)):
+                row = rows[keys[i]]
+                if complete and i == len(keys) - 1:  # the first run stands whatever it is
+                    return self.run(row["k"])
+                status = row["s"]
+                if status == UNFINISHED:
+                    view = self.run(row["k"])
+                    status = view.status if view is not None else NOT_STARTED
+                if status != NOT_STARTED:
+                    return self.run(row["k"])
+            if complete:
+                return None
+            checked, count = len(keys), count * 4
+
+    def last_run(self, host: str) -> StepRunView | None:
+        """The host's last step run on the timeline."""
+        found = [self.state.last_keys(f"{kind}:{host}{SEP}", 1) for kind in "HI"]
+        keys = sorted((k[0] for k in found if k), key=lambda k: k.split(SEP, 1)[1])
+        return self.run(self.state.rows(keys[-1:]).get(keys[-1])) if keys else None
+
+    def progress(self) -> list[HostState]:
+        """Each host's state against the latest plan (:func:`progress.progress`'s)."""
+        names = list(dict.fromkeys([*self.hosts, *self.top.get("run_hosts", [])]))
+        states = []
+        for host in names:
+            last = self.last_run(host)
+            steps = [StepState(step, host, self.latest(host, step)) for step in self.plan]
+            target = self.hosts.get(host) or (last.target if last else "")
+            states.append(HostState(host, target, steps, last))
+        return states
+
+    def imported_hosts(self, known: list[str] | None = None) -> dict[str, ImportedHost]:
+        """The hosts every step run of which was imported and that neither the journal's hosts
+        nor ``known`` name (:func:`journal.projections.imported.imported_hosts`'s)."""
+        named = set(self.hosts) | set(known or ())
+        out = {}
+        for host in self.top.get("run_hosts", []):
+            if host in named or self.state.last_keys(f"H:{host}{SEP}", 1):
+                continue
+            last = self.last_run(host)
+            if last is None:
+                continue
+            readings = [d for _, d in self.all(f"x:{host}{SEP}")]
+            out[host] = ImportedHost(
+                host, self.count(f"I:{host}{SEP}"), last, merged_readings(readings)
+            )
+        return out
+
+    def lost(self) -> list[StepRunView]:
+        """The recorded runs whose recorder is gone before they ended."""
+        keys = [k for k in self.state.rows([f"r:{r}" for r in self.unfinished]).values()]
+        found = [v for v in self.runs(keys) if v.status == "lost" and not v.imported]
+        return sorted(found, key=lambda v: v.seq)
+
+    def steps_known(self) -> list[str]:
+        return list(dict.fromkeys([*self.plan, *self.top.get("steps", [])]))
+
+    def unmoved(self) -> None:
+        self.state.unmoved(self.head)
+
+
+def digest(store: Any, journal: str, reader: Callable[[Digest], _T]) -> _T:
+    """What ``reader`` reads of the journal's stored timeline brought up to date, read again
+    when another process saved it in between."""
+    for _ in range(TRIES):
+        brought_up(store, journal)
+        found = Digest(store, journal)
+        try:
+            value = reader(found)
+            found.unmoved()
+            return value
+        except Moved:
+            continue
+    return reader(Digest(store, journal))

@@ -1,0 +1,214 @@
+"""`journal status`, `log` and the story read the stored timeline's index, not the timeline, and
+`journal drift` its kept readings (issue 29):
+whatever order the events come in, and however many a reader finds new, what the index answers
+is what the whole timeline folded from scratch says — the latest run of each step on each host
+and each host's last, the story (stack first and latest, packages moved, snapshots and probes
+that failed), the hosts known only from imports with their transcript reading, the lost runs.
+
+The journal is the real demo (real uv, stand-in wheels) with a real H200 transcript imported,
+plus the runs that only a record of a crash holds: one whose recorder died mid-run (lost), one
+whose recorder died before it launched anything (not started, so an earlier run stands), a
+transcript command placed by its own time among the steps, a failed probe on its own. Its
+events are appended again to a fresh journal in chunks of random size, each reader asked after
+each chunk."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from journal.events import (
+    ProbeRecorded,
+    StepFinished,
+    StepStarted,
+)
+from journal.projections.digest import Digest, digest
+from journal.projections.drift import EVENT_TYPES, fold
+from journal.projections.drift.kept import current_readings
+from journal.projections.folder import settle
+from journal.projections.imported import imported_hosts
+from journal.projections.progress import HostState, progress
+from journal.projections.timeline import project
+from journal.service.findings import findings, open_findings, tally
+from journal.service.story import story
+from journal.store import EventStore
+from journal.store.cache import ProjectionCache
+from tests.helpers import journal, text
+
+DATA = Path(__file__).parent / "data" / "transcripts"
+STACK_CHECK = DATA / "h200-clean-stack-check.txt"
+DEAD_PID = 2**22 + 17  # above this machine's pid_max: no process has it
+
+
+def _progress(hosts: list[HostState]) -> list[tuple]:
+    return [
+        (
+            h.host,
+            h.target,
+            h.done,
+            [(s.step, s.last.run_id if s.last else None, s.status) for s in h.steps],
+            h.last.run_id if h.last else None,
+        )
+        for h in hosts
+    ]
+
+
+def _whole(store: EventStore, name: str) -> tuple:
+    """What the readers say, from every event folded at once."""
+    timeline = settle(project(name, store.read(name)), store.liveness())
+    imported = imported_hosts(timeline)
+    return (
+        story(timeline, []).as_dict(),
+        _progress([h for h in progress(timeline) if h.host not in imported]),
+        {h: (i.commands, i.last.run_id, i.reading) for h, i in imported.items()},
+        [v.run_id for v in timeline.runs.values() if v.status == "lost" and not v.imported],
+    )
+
+
+def _indexed(store: EventStore, name: str) -> tuple:
+    """What the readers say, from the stored index (brought up to date first)."""
+
+    def read(found: Digest) -> tuple:
+        imported = found.imported_hosts()
+        return (
+            story(found, []).as_dict(),
+            _progress([h for h in found.progress() if h.host not in imported]),
+            {h: (i.commands, i.last.run_id, i.reading) for h, i in imported.items()},
+            [v.run_id for v in found.lost()],
+        )
+
+    return digest(store, name, read)
+
+
+@pytest.fixture(scope="module")
+def recorded(demo_journal: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The demo with a transcript imported and a crash's runs: its journal's name and events."""
+    folder = tmp_path_factory.mktemp("digest")
+    db = folder / "journal.db"
+    shutil.copy(demo_journal[0], db)
+    done = journal(
+        "import", "transcript", str(STACK_CHECK), "--host", "gpu-box", db=db,
+        runbook=demo_journal[1],
+    )
+    assert done.returncode == 0, text(done.stderr)
+    store = EventStore(str(db))
+    try:
+        name = next(iter(store.read())).journal
+        plan = [r.event for r in store.read(name) if r.event.type == "JournalOpened"][-1].plan
+        opened = [r for r in store.read(name) if r.event.type == "StepStarted"]
+        first = next(r.event for r in opened if r.event.step in plan)
+        host, step = first.host_name, first.step
+        when = opened[len(opened) // 2].ts
+        store.append(
+            name,
+            [
+                # its recorder died mid-run: lost
+                StepStarted("crash-lost", step, host, "local", "sleep 600", pid=DEAD_PID,
+                            machine="nowhere"),
+                # died before it launched: not started, the run before it stands
+                StepStarted("crash-never", step, host, "local", "true", pid=DEAD_PID,
+                            machine="nowhere", launch_marked=True),
+                # a pasted command dated among the steps, on the import's host
+                StepStarted("placed", "nvidia-smi", "gpu-box", "imported", "nvidia-smi",
+                            imported=True, at=when),
+                StepFinished("placed", "gpu-box", "succeeded", 0, 0.5),
+                # a torch-env probe on its own that read nothing
+                ProbeRecorded(host, "torch-env", None, 0.1, error="ImportError: no torch"),
+            ],
+        )
+        records = list(store.read(name))
+    finally:
+        store.close()
+    return name, [r.event for r in records]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_index_answers_what_the_whole_timeline_says_whatever_the_chunks(
+    recorded, tmp_path: Path, seed: int
+) -> None:  # type: ignore[no-untyped-def]
+    name, events = recorded
+    assert len(events) > 100
+    store = EventStore(str(tmp_path / "journal.db"))
+    chances = random.Random(seed)
+    try:
+        at = 0
+        asked = 0
+        while at < len(events):
+            size = chances.choice([1, 2, 3, 7, 20, 60])
+            store.append(name, events[at : at + size])
+            at += size
+            if chances.random() < 0.5 or at >= len(events):
+                assert _indexed(store, name) == _whole(store, name), f"after {at} events"
+                # drift's readings, kept and folded on, are those of every event at once
+                kept = dataclasses.asdict(current_readings(store, name))
+                assert kept == dataclasses.asdict(fold(name, store.read(name, types=EVENT_TYPES)))
+                asked += 1
+        assert asked >= len(events) // 60
+        told, hosts, imported, lost = _whole(store, name)
+        # the journal holds what the comparison is about
+        assert lost == ["crash-lost"] and "gpu-box" in imported
+        assert imported["gpu-box"][2] is not None  # the transcript's torch, CUDA, driver
+        assert any(h["unread"] for h in told["hosts"]) and told["headline"] is not None
+        ran = {run for _, _, _, steps, _ in hosts for _, run, _ in steps}
+        assert "crash-lost" in ran and "crash-never" not in ran
+        # `journal pitfalls` reads the open findings through the pitfalls open: the same
+        every = findings(store, name)
+        assert [f.key for f in open_findings(store, name)] == [f.key for f in every if f.is_open]
+        counted = tally(store, name)
+        assert sum(counted.open.values()) + counted.acknowledged + counted.resolved == len(every)
+        assert any(f.is_open for f in every) and any(not f.is_open for f in every)
+        # folded anew (what `journal rebuild` and a new version of journal do): the same
+        ProjectionCache(store.engine).drop(name)
+        assert _indexed(store, name) == (told, hosts, imported, lost)
+    finally:
+        store.close()
+
+
+def test_log_shows_the_newest_page_first_and_says_how_many_there_are(
+    demo_journal: tuple[Path, Path], tmp_path: Path
+) -> None:
+    db = tmp_path / "journal.db"
+    shutil.copy(demo_journal[0], db)
+    runbook = demo_journal[1]
+
+    def log(*args: str) -> tuple[int, str, str]:
+        done = journal("log", *args, db=db, runbook=runbook)
+        return done.returncode, text(done.stdout), text(done.stderr)
+
+    every = json_of(db, runbook, "--limit", "0")["items"]
+    assert len(every) > 12
+    # the newest first, as many as asked, and the total said
+    page = json_of(db, runbook, "--limit", "5")
+    assert page["items"] == every[:5] and page["total"] == len(every)
+    code, out, _ = log("--limit", "3")
+    assert code == 0 and f"the newest 3 of {len(every)} items, newest first" in out
+    # since a moment: what came after it, however many
+    store = EventStore(str(db))
+    try:
+        middle = sorted({r.ts for r in store.read()})[len(every) // 2]
+    finally:
+        store.close()
+    since = json_of(db, runbook, "--since", middle.removesuffix("Z"), "--limit", "0")["items"]
+    assert 0 < len(since) < len(every) and since == every[: len(since)]
+    assert json_of(db, runbook, "--since", "2099-01-01")["items"] == []
+    # a host's page keeps the notes of no host; --failed only failed runs
+    host = json_of(db, runbook, "--host", "local", "--limit", "0")["items"]
+    notes = [i for i in every if i["kind"] == "note" and not i.get("host")]
+    assert notes and all(n in host for n in notes)
+    assert all(i["host"] == "local" for i in host if i["kind"] != "note")
+    # bad input: said, exit 2, nothing shown
+    for bad in (["--limit", "-1"], ["--since", "last tuesday"]):
+        code, out, err = log(*bad)
+        assert code == 2 and out == "" and bad[0] in err and "Traceback" not in err, err
+
+
+def json_of(db: Path, runbook: Path, *args: str) -> dict:
+    import json
+
+    done = journal("log", "--format", "json", *args, db=db, runbook=runbook)
+    assert done.returncode == 0, text(done.stderr)
+    return json.loads(done.stdout)
