@@ -25,7 +25,6 @@ from journal.projections.drift import (
     compare,
     runbook_groups,
 )
-from journal.projections.drift.kept import current_readings
 from journal.terminal import visible
 
 #: Widest a value is shown in the table (the lines below it spell it out in full).
@@ -56,6 +55,8 @@ def drift(ctx: Context, args: argparse.Namespace) -> int:
     base_url = base_url_of(args)
     journal = ctx.read_journal()
     ctx.require_db()
+    from journal.projections.drift.kept import current_readings
+
     readings = current_readings(ctx.store, journal)  # folded on from where it was stored
     if ctx.has_runbook() and ctx.runbook.name == journal:
         groups = dict(getattr(ctx.runbook, "groups", None) or {})

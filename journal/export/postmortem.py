@@ -369,7 +369,9 @@ def summary_sentences(
     runs = timeline.step_runs()
     benches = [r for r in runs if r.benchmark is not None or r.metrics]
     hosts = list(dict.fromkeys(r.host for r in runs)) or list(timeline.hosts)
-    steps = list(dict.fromkeys(r.step for r in runs if r not in benches))
+    # by identity: a run's view compared field by field with every benchmark's is quadratic
+    bench_ids = {id(r) for r in benches}
+    steps = list(dict.fromkeys(r.step for r in runs if id(r) not in bench_ids))
     out = []
     if runs:
         bench = f" and {_n(len(benches), 'benchmark run')}" if benches else ""
