@@ -26,6 +26,7 @@ from journal.events import (
     StepFinished,
     StepStarted,
 )
+from journal.projections import stored
 from journal.projections.digest import Digest, digest
 from journal.projections.drift import EVENT_TYPES, fold
 from journal.projections.drift.kept import current_readings
@@ -128,7 +129,7 @@ def recorded(demo_journal: tuple[Path, Path], tmp_path_factory: pytest.TempPathF
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_index_answers_what_the_whole_timeline_says_whatever_the_chunks(
-    recorded, tmp_path: Path, seed: int
+    recorded, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     name, events = recorded
     assert len(events) > 100
@@ -161,8 +162,13 @@ def test_the_index_answers_what_the_whole_timeline_says_whatever_the_chunks(
         counted = tally(store, name)
         assert sum(counted.open.values()) + counted.acknowledged + counted.resolved == len(every)
         assert any(f.is_open for f in every) and any(not f.is_open for f in every)
-        # folded anew (what `journal rebuild` and a new version of journal do): the same
+        # folded anew (what a new version of journal does): the same
         ProjectionCache(store.engine).drop(name)
+        assert _indexed(store, name) == (told, hosts, imported, lost)
+        # and folded anew a batch at a time, as `journal rebuild` does: the same
+        monkeypatch.setattr(stored, "BATCH_EVENTS", 7)
+        ProjectionCache(store.engine).drop(name)
+        stored.brought_up(store, name, anew=True)
         assert _indexed(store, name) == (told, hosts, imported, lost)
     finally:
         store.close()

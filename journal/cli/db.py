@@ -143,20 +143,21 @@ def anchor(ctx: Context, args: argparse.Namespace) -> int:
 
 def rebuild(ctx: Context, args: argparse.Namespace) -> int:
     from journal.pitfalls.ledger import Ledger
-    from journal.projections.stored import current_timeline
+    from journal.projections.digest import Digest
+    from journal.projections.stored import brought_up
     from journal.store.cache import ProjectionCache
 
     ctx.require_db()
     started = time.perf_counter()
     total = 0
-    # The stored projections are a cache: dropped, then folded again from the events.
+    # The stored projections are a cache: dropped, then folded again from the events, a batch
+    # at a time; the summary is read from what was stored.
     ProjectionCache(ctx.store.engine).drop()
     for journal in ctx.store.journals():
-        timeline = current_timeline(ctx.store, journal)
+        brought_up(ctx.store, journal, anew=True)
+        timeline = Digest(ctx.store, journal)
         total += timeline.events
-        counts: dict[str, int] = {}
-        for run in timeline.step_runs():
-            counts[run.status] = counts.get(run.status, 0) + 1
+        counts = timeline.status_counts()
         summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no step runs"
         told = Ledger(ctx.store, journal).tally()
         opened = sum(told.open.values())

@@ -66,11 +66,10 @@ def version() -> str:
 
 @dataclass
 class Folded:
-    """What one bringing-up-to-date of the ledger found: the findings of the runs it judged
-    (those still running included: they are never saved), and the head it reached."""
+    """What one bringing-up-to-date of the ledger found: the findings of the runs still
+    running (they are never saved), and the head it reached."""
 
     seq: int
-    judged: dict[str, list[Finding]] = field(default_factory=dict)  # run row key -> findings
     running: list[Finding] = field(default_factory=list)
 
 
@@ -355,7 +354,6 @@ class _State:
         self._revise(revised, rows)
         for key, found in rows.items():
             self._save_run(key, found, life, anew=key[4:] in new)
-            folded.judged[key] = found
         self._contexts(contexts, done_runs, trusted, life)
         still = sorted(running | (set(pending) - new))
         if still != pending:

@@ -167,6 +167,19 @@ class Digest:
             return sum(self.count(f"{kind}:{keep.host}{SEP}") for kind in "HI")
         return self.count("r:")
 
+    def status_counts(self) -> dict[str, int]:
+        """How many step runs of the journal stand in each state (those not ended settled)."""
+        counts: dict[str, int] = {}
+        keys = self.state.keys("p:")
+        for start in range(0, len(keys), 1000):
+            for row in self.state.rows(keys[start : start + 1000]).values():
+                status = row["s"]
+                if status == UNFINISHED:
+                    view = self.run(row["k"])
+                    status = view.status if view is not None else UNFINISHED
+                counts[status] = counts.get(status, 0) + 1
+        return counts
+
     def holds_host(self, host: str) -> bool:
         """Whether any item names ``host`` (a note about it, a figure)."""
         return bool(self.state.last_keys(f"o:{host}{SEP}", 1))

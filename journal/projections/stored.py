@@ -438,26 +438,30 @@ def _upto(records: Iterable[Any], last: int) -> Iterable[Any]:
     return itertools.takewhile(lambda rec: rec.seq <= last, records)
 
 
-#: The most new events folded onto a timeline restored in part (and a tenth as many runs they
-#: change): more are folded onto the whole.
-SOME_EVENTS = 50_000
+#: How many events are folded at a time onto a timeline restored in part: a journal far
+#: ahead of its stored timeline (or folded anew by `journal rebuild`) is folded in batches.
+BATCH_EVENTS = 10_000
 
 
-def brought_up(store: Any, journal: str) -> Head | None:
-    """Bring the stored timeline of ``journal`` up to date reading only the runs the new events
-    change (the whole timeline where they need it, or none is stored); its head after."""
+def brought_up(store: Any, journal: str, anew: bool = False) -> Head | None:
+    """Bring the stored timeline of ``journal`` up to date (``anew``: fold it again from the
+    first event, as `journal rebuild` does) a batch of :data:`BATCH_EVENTS` at a time, reading
+    only the runs each batch changes (the whole timeline where a batch needs it, or none of
+    this version is stored); its head after."""
     cache = ProjectionCache(store.engine)
     state = _Stored(cache, journal)
-    for _ in range(TRIES):
+    if anew:  # an empty timeline of this version, folded on from the first event
+        save(cache, journal, Timeline(journal), [], set(), 0, state.head(), anew=True)
+    moved = 0
+    while moved < TRIES:
         head = state.head()
-        last = store.last_seq(journal)
-        if state.usable(head) and head is not None and head.seq >= last:
-            return head
-        if not state.usable(head):
+        if not state.usable(head) or head is None:
             break
+        if head.seq >= store.last_seq(journal):
+            return head
         with contextlib.closing(store.read(journal, after=head.seq)) as recorded:
-            scanned = _touched(itertools.islice(recorded, SOME_EVENTS + 1))
-        if scanned is None or len(scanned[0]) > SOME_EVENTS // 10:
+            scanned = _touched(itertools.islice(recorded, BATCH_EVENTS))
+        if scanned is None:
             break
         touched, upto = scanned
         found = load_some(cache, journal, touched)
@@ -465,21 +469,14 @@ def brought_up(store: Any, journal: str) -> Head | None:
             break
         restored, base = found
         if restored.head != head:
+            moved += 1
             continue
         folder = Folder(restored.timeline, restored.seq, restored.unfinished)
         with contextlib.closing(store.read(journal, after=head.seq)) as recorded:
             timeline = folder.fold(_upto(recorded, upto))
-        if save(
-            cache,
-            journal,
-            timeline,
-            folder.changed,
-            folder.unfinished,
-            folder.last_seq,
-            head,
-            base=base,
-        ):
-            return Head(state.version(), folder.last_seq)
+        unfinished, last = folder.unfinished, folder.last_seq
+        if not save(cache, journal, timeline, folder.changed, unfinished, last, head, base=base):
+            moved += 1
     current_timeline(store, journal)
     return state.head()
 
