@@ -363,3 +363,38 @@ def test_a_step_after_an_imported_session_is_judged_with_it(tmp_path: Path) -> N
         assert "noop-install" in {f.id for f in expected}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("batch", [7, 40])
+def test_findings_resolved_across_batches_stay_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """A host whose smoke test failed again and again (no kernel image) and then went through
+    on two hosts: a fold in batches (a long journal, a rebuild) resolves every stored finding
+    the later runs resolve, as judging the whole journal again does. (Findings loaded from
+    the store and resolved were freed, and the next finding made took one's place among the
+    resolved ones: some stayed open, others were marked resolved by another's fact.)"""
+    monkeypatch.setattr(ledger_module, "BATCH", batch)
+    store = EventStore(str(tmp_path / "journal.db"))
+    crash = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    events = []
+    for n in range(24):
+        host = ("gpu-a", "gpu-b")[n % 2]
+        ok = 16 <= n < 22 and n % 3 != 0  # and failing again at the end
+        run = f"run-{n:03d}"
+        events += [
+            StepStarted(run, "smoke", host, "local", "python smoke.py"),
+            OutputChunk(run, host, "stdout" if ok else "stderr", "ok\n" if ok else crash, "utf-8",
+                        3 if ok else len(crash), 0.1),
+            StepFinished(run, host, "succeeded" if ok else "failed", 0 if ok else 1, 0.2),
+        ]
+    try:
+        for start in range(0, len(events), 5):
+            store.append("smoke", events[start : start + 5])
+        expected, _ = replayed_findings(store, "smoke")
+        found = Ledger(store, "smoke", never_alive).findings()
+        assert shown(found) == shown(expected)
+        states = {f.state for f in expected if f.id == "no-kernel-image"}
+        assert states == {"resolved", "open"}
+    finally:
+        store.close()

@@ -272,12 +272,18 @@ def _torch_env(probe: ProbeView) -> dict[str, Any]:
     return out
 
 
-def versions(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+def versions(
+    timeline: Timeline,
+    outputs: Mapping[str, str],
+    changes: dict[str, list[dict[str, Any]]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Per host: the latest torch-env reading, and the versions it ended with of the key
     packages and of every package the journal changed (from its latest package snapshot, or
-    else from what the installer printed last)."""
+    else from what the installer printed last; ``changes``: :func:`host_changes`, where the
+    caller has them)."""
     changed: dict[str, dict[str, str | None]] = {}
-    for host, entries in host_changes(timeline, outputs).items():
+    found = host_changes(timeline, outputs) if changes is None else changes
+    for host, entries in found.items():
         for entry in entries:
             for package in entry["packages"]:
                 changed.setdefault(host, {})[normalize(package["name"])] = package["after"]

@@ -207,7 +207,7 @@ def build(
                 }
                 for run in runs
             ],
-            "versions": versions(timeline, outputs or {}),
+            "versions": versions(timeline, outputs or {}, changed),
             "record": {
                 "journal_version": journal_version,
                 "events": timeline.events,

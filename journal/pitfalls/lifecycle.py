@@ -76,6 +76,10 @@ class Lifecycle:
     #: (pitfall id, host) -> the key of the latest finding resolved there
     resolved: dict[tuple[str, str | None], str] = field(default_factory=dict)
     done: dict[int, Finding] = field(default_factory=dict)  # id(opened) -> resolved
+    #: the findings ``done`` is keyed by, held: a finding freed once resolved (a stored one,
+    #: loaded for this fold) would leave its id to the next one made, which ``done`` would
+    #: then take for it (its resolution lost, or given to another finding)
+    resolved_from: list[Finding] = field(default_factory=list)
     stored: Stored = field(default_factory=Stored)
     #: (host, id) whose stored open findings were loaded into ``open``
     loaded: set[tuple[str | None, str]] = field(default_factory=set)
@@ -133,6 +137,7 @@ class Lifecycle:
             done = replace(found, resolved_by=resolution)
             self.resolved[(found.id, found.host)] = done.key
             self.done[id_of(found)] = done
+            self.resolved_from.append(found)
             gone.append(done)
         if gone:
             mine[:] = still

@@ -252,7 +252,9 @@ def load(cache: ProjectionCache, journal: str) -> Restored | None:
     """The stored timeline of ``journal`` (unsettled), or None when there is none of this
     version; a save by another process while reading makes it read again."""
     state = _Stored(cache, journal)
-    return state.read(lambda head: _restore(journal, head, state.rows()))
+    # the items, the package sets and the head: not the index rows beside them
+    rows = functools.partial(cache.rows_starting, journal, PROJECTION, ("i:", "s:", "head"))
+    return state.read(lambda head: _restore(journal, head, rows()))
 
 
 def load_newest(cache: ProjectionCache, journal: str, newest: int) -> tuple[Restored, int] | None:

@@ -90,6 +90,22 @@ class ProjectionCache:
                     out[key] = json.loads(body)
         return out
 
+    def rows_starting(
+        self, journal: str, projection: str, prefixes: Iterable[str]
+    ) -> dict[str, Any]:
+        """Every row whose key starts with one of ``prefixes``, decoded."""
+        out: dict[str, Any] = {}
+        with self.engine.connect() as conn:
+            for prefix in prefixes:
+                query = select(projection_rows.c.key, projection_rows.c.body).where(
+                    projection_rows.c.journal == journal,
+                    projection_rows.c.projection == projection,
+                    *_prefixed(prefix),
+                )
+                for key, body in conn.execute(query):
+                    out[key] = json.loads(body)
+        return out
+
     def keys(
         self, journal: str, projection: str, prefix: str, suffix: str = "", start: str = ""
     ) -> list[str]:
