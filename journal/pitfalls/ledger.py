@@ -56,7 +56,7 @@ from journal.store.cache import Head, ProjectionCache
 
 PROJECTION = "findings"
 #: Events folded at a time when the whole journal is judged again.
-BATCH = 20_000
+BATCH = 5_000
 
 
 def version() -> str:
