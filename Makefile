@@ -69,6 +69,7 @@ bench: install system-deps
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/output_size.py
 	$(BIN)/python bench/web_clients.py
+	$(BIN)/python bench/readers.py
 
 clean:
 	rm -rf $(VENV) node_modules demo test-artifacts
