@@ -166,7 +166,11 @@ def noise(field: str, before: str | None, after: str | None) -> bool:
 def probe_diff(before: ProbeView, after: ProbeView) -> list[dict[str, Any]]:
     """The fields ``after`` read differently from ``before`` (same probe, same host), noise
     (:func:`noise`) left out."""
-    old, new = flatten(before.result or {}), flatten(after.result or {})
+    return fields_diff(flatten(before.result or {}), flatten(after.result or {}))
+
+
+def fields_diff(old: dict[str, str], new: dict[str, str]) -> list[dict[str, Any]]:
+    """The fields of two flattened results (:func:`flatten`) that differ, noise left out."""
     rows = []
     for key in [*old, *(k for k in new if k not in old)]:
         was, now = old.get(key), new.get(key)
@@ -176,18 +180,22 @@ def probe_diff(before: ProbeView, after: ProbeView) -> list[dict[str, Any]]:
 
 
 def _probes(
-    probes: Iterable[ProbeView], previous: dict[tuple[str, str], ProbeView]
+    probes: Iterable[ProbeView], previous: dict[tuple[str, str], tuple[ProbeView, dict[str, str]]]
 ) -> list[dict[str, Any]]:
+    """What each probe read differently from the one before it on its host (``previous``:
+    the last of each, with its result flattened once)."""
     found = []
     for probe in probes:
         if probe.result is None or probe.probe == "packages":
             continue
         key = (probe.host, probe.probe)
-        last = previous.get(key)
-        previous[key] = probe
-        if last is None:
+        flat = flatten(probe.result)
+        before = previous.get(key)
+        previous[key] = (probe, flat)
+        if before is None:
             continue
-        rows = probe_diff(last, probe)
+        last, was = before
+        rows = fields_diff(was, flat)
         if rows:
             found.append(
                 {
@@ -203,7 +211,7 @@ def _probes(
 def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
     """Per host, in order: each step run that changed packages (or verifiably changed none)
     or after which a probe read something new, and each standalone probe that did."""
-    previous: dict[tuple[str, str], ProbeView] = {}
+    previous: dict[tuple[str, str], tuple[ProbeView, dict[str, str]]] = {}
     out: dict[str, list[dict[str, Any]]] = {}
     for item in timeline.items:
         if isinstance(item, ProbeView):

@@ -47,6 +47,8 @@ def text(value: Any) -> str:
     nothing in it can add markup (``|`` aside, escaped for tables). ``>``, ``-``, ``+`` and
     ``1.`` are escaped only where they would start a quote or a list (``->`` stays so)."""
     line = " ".join(str(value).split())
+    if not _SPECIAL.search(line) and not _LEADING.match(line) and not _NUMBERED.match(line):
+        return line  # nothing to escape (most of a long timeline's words)
     out, at = [], 0
     for span in CODE_SPAN.finditer(line):
         out.append(_prose(line[at : span.start()]))
