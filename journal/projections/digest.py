@@ -180,6 +180,30 @@ class Digest:
                 counts[status] = counts.get(status, 0) + 1
         return counts
 
+    def hosts_timeline(self, hosts: Iterable[str], runs: Iterable[str] = ()) -> Timeline:
+        """A timeline holding only the step runs of ``hosts`` (and the runs ``runs`` names),
+        in timeline order, with the head's plan, hosts, counts and latest probes and package
+        sets: what planning on those hosts (a rollback) reads."""
+        refs = [
+            ref
+            for host in hosts
+            for kind in "HI"
+            for ref in self._refs(f"{kind}:{host}{SEP}", 0, "")
+        ]
+        named = self.state.rows(f"r:{run}" for run in runs)
+        refs += [(pos(key), key) for key in named.values()]
+        found = self.runs(key for _, key in sorted(set(refs)))
+        timeline = Timeline(self.journal, plan=self.plan, hosts=self.hosts, items=list(found))
+        timeline.runs = {run.run_id: run for run in found}
+        timeline.latest_probes = self.latest_probes
+        for host in self.top.get("latest_packages", {}):
+            packages = self.latest_packages(host)
+            if packages is not None:
+                timeline.latest_packages[host] = packages
+        timeline.latest_packages_seq = dict(self.top.get("latest_packages_seq", {}))
+        timeline.events, timeline.last_ts = self.events, self.last_ts
+        return timeline
+
     def holds_host(self, host: str) -> bool:
         """Whether any item names ``host`` (a note about it, a figure)."""
         return bool(self.state.last_keys(f"o:{host}{SEP}", 1))

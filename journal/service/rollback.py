@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.events import Event
-from journal.projections.stored import current_timeline
+from journal.projections.timeline import Timeline
 from journal.runbook import Host, Runbook
 from journal.runs import StepRun
 from journal.service.fleet import FleetRun, Schedule
@@ -37,10 +37,32 @@ if TYPE_CHECKING:
     from journal.notify import Notifier
 
 
+def _planned(
+    store: EventStore, runbook: Runbook, to: str, hosts: list[Host]
+) -> tuple[Timeline, set[str]]:
+    """What planning a rollback reads: the runs of the hosts it may roll back (those named,
+    else the runbook's) and the run ``to`` names, where it names one; and every step the
+    journal ran. From the stored timeline's index, not the whole timeline."""
+    from journal.projections.digest import Digest, digest
+    from journal.service.runs import find_stored_run
+
+    names = [h.name for h in hosts] or list(runbook.hosts)
+    name = to.strip().removeprefix("before:").strip()
+
+    def read(found: Digest) -> tuple[Timeline, set[str]]:
+        steps = set(found.steps_known())
+        runs = []
+        if name and name not in steps and name not in runbook.plan:
+            runs = [find_stored_run(store, runbook.name, name)[0]]  # else bad input naming it
+        return found.hosts_timeline(names, runs), steps
+
+    return digest(store, runbook.name, read)
+
+
 def target_hosts(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) -> list[str]:
     """The hosts ``to`` rolls back (bad input as :func:`targets` says), touching none."""
-    timeline = current_timeline(store, runbook.name)
-    return [t.host for t in targets(timeline, runbook, to, [h.name for h in hosts])]
+    timeline, steps = _planned(store, runbook, to, hosts)
+    return [t.host for t in targets(timeline, runbook, to, [h.name for h in hosts], steps)]
 
 
 def plan(
@@ -54,8 +76,8 @@ def plan(
 ) -> list[HostPlan]:
     """The rollback plan of every host (planned on all of them at once). Nothing is recorded
     but the host keys accepted on the way, handed to ``record`` (none for a dry run)."""
-    timeline = current_timeline(store, runbook.name)
-    found = targets(timeline, runbook, to, [h.name for h in hosts])
+    timeline, steps = _planned(store, runbook, to, hosts)
+    found = targets(timeline, runbook, to, [h.name for h in hosts], steps)
     by_host = {t.host: t for t in found}
     order = [runbook.hosts[t.host] for t in found]
 

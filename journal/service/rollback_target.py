@@ -43,10 +43,17 @@ class Target:
 
 
 
-def targets(timeline: Timeline, runbook: Runbook, to: str, hosts: list[str]) -> list[Target]:
+def targets(
+    timeline: Timeline,
+    runbook: Runbook,
+    to: str,
+    hosts: list[str],
+    steps: set[str] | None = None,
+) -> list[Target]:
     """The target of each host: ``hosts`` (runbook names; empty: the run's host for RUN, the
     hosts where STEP ran for STEP and before:STEP). A host without such a run or snapshot is
-    bad input naming it."""
+    bad input naming it. ``steps``: every step the journal ran, where ``timeline`` holds only
+    some of its runs (those of the hosts planned on)."""
     journal = runbook.name
     to = to.strip()
     if not to:
@@ -57,7 +64,8 @@ def targets(timeline: Timeline, runbook: Runbook, to: str, hosts: list[str]) -> 
         phase, name = "before", to[len("before:") :].strip()
         if not name:
             raise BadInput(f"{to!r} names no step: write before:STEP (before:install-torch)")
-    steps = {run.step for run in timeline.step_runs()}
+    if steps is None:
+        steps = {run.step for run in timeline.step_runs()}
     if name in steps or name in runbook.plan:
         return [
             _step_target(timeline, runbook, to, name, phase, h)
