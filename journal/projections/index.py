@@ -49,6 +49,14 @@ SEP = "\x1f"
 #: (recorded as a ``transcript`` reading of the same shape).
 READINGS = frozenset({"torch-env", "transcript"})
 
+#: What a torch-env reading says of the stack: (label, dotted path in the result).
+STACK = (
+    ("torch", "torch.version"),
+    ("CUDA", "torch.cuda"),
+    ("NCCL", "nccl"),
+    ("driver", "driver"),
+)
+
 #: The probe an imported transcript's readings are recorded as.
 TRANSCRIPT = "transcript"
 
@@ -65,7 +73,6 @@ def pos(key: str) -> str:
 def reading(probe: ProbeView) -> dict[str, str | None]:
     """What a torch-env (or transcript) reading says of the stack: torch, CUDA, NCCL, driver."""
     from journal.probes.summary import value
-    from journal.service.story import STACK
 
     out: dict[str, str | None] = {}
     for label, path in STACK:

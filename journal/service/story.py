@@ -28,7 +28,7 @@ from typing import Any
 from journal.mapper import of_plain
 from journal.pitfalls.base import Finding, Tally
 from journal.projections.drift.readings import key_package
-from journal.projections.index import READINGS, SEP, Facts, facts_of
+from journal.projections.index import READINGS, SEP, STACK, Facts, facts_of
 from journal.projections.metrics import (
     all_series,
     before_after,
@@ -40,14 +40,6 @@ from journal.projections.timeline import MetricView, StepRunView, Timeline
 from journal.projections.unread import Unread, texts
 from journal.projections.verdict import VERDICT_WORDS, percent_change
 from journal.reading.bench import DISPLAY
-
-#: What a torch-env reading says of the stack: (label, dotted path in the result).
-STACK = (
-    ("torch", "torch.version"),
-    ("CUDA", "torch.cuda"),
-    ("NCCL", "nccl"),
-    ("driver", "driver"),
-)
 
 
 @dataclass(frozen=True)
