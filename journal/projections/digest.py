@@ -56,6 +56,7 @@ class Digest:
         self.latest_probes: dict[str, dict[str, ProbeView]] = latest_probes(self.top, {})
         self._packages: dict[str, dict[str, Any] | None] = {}
         self._items: dict[str, TimelineItem] = {}
+        self._failed: dict[Any, int] = {}  # failed runs a filter kept, by the filter
 
     # -- the facts (journal.projections.index.Facts) --------------------------------------
 
@@ -63,15 +64,17 @@ class Digest:
         return list(dict.fromkeys([*self.hosts, *self.top.get("seen", [])]))
 
     def first(self, prefix: str) -> tuple[str, Any] | None:
-        keys = self.state.cache.first_keys(self.journal, self.state.name, prefix, 1)
+        keys = self.state.first_keys(prefix, 1)
         return (keys[0], self.state.rows(keys)[keys[0]]) if keys else None
 
     def last(self, prefix: str) -> tuple[str, Any] | None:
         keys = self.state.last_keys(prefix, 1)
         return (keys[0], self.state.rows(keys)[keys[0]]) if keys else None
 
-    def count(self, prefix: str) -> int:
-        return self.state.cache.count(self.journal, self.state.name, prefix)
+    def count(self, prefix: str, start: str = "") -> int:
+        if prefix == "i:" and not start:  # every item: the head counts them
+            return self.item_count
+        return self.state.count(prefix, start)
 
     def all(self, prefix: str) -> list[tuple[str, Any]]:
         keys = self.state.keys(prefix)
@@ -128,6 +131,7 @@ class Digest:
             ended = self.state.rows(f"r:{r}" for r in self.unfinished)
             refs += [(pos(k), k) for k in ended.values() if pos(k) >= start]
             found = [i for i in self.items(k for _, k in sorted(refs)) if keep.item(i)]
+            self._failed[keep] = len(found)
             return (found[-limit:] if limit else found), len(found)
         if keep.step:
             lists = [f"p:{keep.host}{SEP}{keep.step}{SEP}" if keep.host else f"t:{keep.step}{SEP}"]
@@ -136,7 +140,7 @@ class Digest:
         else:
             lists = ["i:"]
         refs = sorted(ref for prefix in lists for ref in self._refs(prefix, limit, start))
-        total = sum(self.count_from(prefix, start) for prefix in lists)
+        total = sum(self.count(prefix, start) for prefix in lists)
         found = self.items(k for _, k in (refs[-limit:] if limit else refs))
         return found, total
 
@@ -158,8 +162,8 @@ class Digest:
 
     def run_count(self, keep: Any) -> int:
         """How many step runs ``keep`` keeps (those of a host, of a step, the failed ones)."""
-        if keep.failed:
-            return self.page(keep, 0)[1]
+        if keep.failed:  # counted by the page that read them all, where one did
+            return self._failed[keep] if keep in self._failed else self.page(keep, 0)[1]
         if keep.step:
             prefix = f"p:{keep.host}{SEP}{keep.step}{SEP}" if keep.host else f"t:{keep.step}{SEP}"
             return self.count(prefix)
@@ -213,11 +217,6 @@ class Digest:
         key = self.state.rows([f"r:{run}"]).get(f"r:{run}")
         row = self.state.rows([key]).get(key) if key else None
         return (row["step"], row["host"]) if row else None
-
-    def count_from(self, prefix: str, start: str = "") -> int:
-        if prefix == "i:" and not start:
-            return self.item_count
-        return self.state.count(prefix, start)
 
     def run(self, key: str | None) -> StepRunView | None:
         found = self.runs([key]) if key else []

@@ -25,8 +25,6 @@ keys of one prefix sort in timeline order under any collation.
 from __future__ import annotations
 
 import bisect
-import hashlib
-import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -82,14 +80,14 @@ def reading(probe: ProbeView) -> dict[str, str | None]:
     return out
 
 
-def unread_plain(miss: Unread) -> dict[str, Any]:
-    return to_plain(miss)
-
-
 def rows_of(
-    item: TimelineItem, key: str, snapshot: Callable[[dict[str, Any]], str]
+    item: TimelineItem,
+    key: str,
+    snapshot: Callable[[dict[str, Any]], str],
+    status: str | None = None,
 ) -> dict[str, Any]:
-    """The index rows of ``item`` stored under ``key`` (``snapshot``: a package set's row key)."""
+    """The index rows of ``item`` stored under ``key`` (``snapshot``: a package set's row key;
+    ``status``: a run's as stored, where that is not its own: one not ended)."""
     at = pos(key)
     out: dict[str, Any] = {}
     host = getattr(item, "host", None)
@@ -99,11 +97,12 @@ def rows_of(
         out[f"N:{at}"] = key
     facts = _Facts(out, at)
     if isinstance(item, StepRunView):
+        status = status or item.status
         out[f"r:{item.run_id}"] = key
-        out[f"p:{item.host}{SEP}{item.step}{SEP}{at}"] = {"k": key, "s": item.status}
+        out[f"p:{item.host}{SEP}{item.step}{SEP}{at}"] = {"k": key, "s": status}
         out[f"t:{item.step}{SEP}{at}"] = key
         out[f"{'I' if item.imported else 'H'}:{item.host}{SEP}{at}"] = key
-        if item.status in FAILURES:
+        if status in FAILURES:
             out[f"f:{at}"] = key
         first = item.snapshots.get("before") or item.snapshots.get("after")
         if first is not None:
@@ -145,7 +144,7 @@ class _Facts:
     def miss(self, miss: Unread) -> None:
         kind = "packages" if miss.snapshot else miss.probe
         if kind in ("packages", *READINGS):
-            self.add("m", miss.host, unread_plain(miss), kind)
+            self.add("m", miss.host, to_plain(miss), kind)
 
     def read(self, probe: ProbeView) -> None:
         if probe.probe not in READINGS or probe.result is None:
@@ -183,30 +182,14 @@ class Facts(Protocol):
         """Every figure, in the order recorded."""
 
 
-class _Held:
-    """Package sets under their digest, as :mod:`journal.projections.stored` keys them."""
-
-    def __init__(self) -> None:
-        self.sets: dict[str, dict[str, Any]] = {}
-        self._known: dict[int, str] = {}
-
-    def key(self, packages: dict[str, Any]) -> str:
-        known = self._known.get(id(packages))
-        if known is None:
-            body = json.dumps(packages, sort_keys=True, ensure_ascii=False, default=str)
-            known = self._known[id(packages)] = hashlib.sha256(body.encode()).hexdigest()[:24]
-            self.sets[known] = packages
-        return known
-
-
 class _TimelineFacts:
     """The facts of a timeline in memory, made by :func:`rows_of` as the stored ones are."""
 
     def __init__(self, timeline: Timeline) -> None:
-        from journal.projections.stored import item_key
+        from journal.projections.stored import _Snapshots, item_key
 
         self.timeline = timeline
-        self.held = _Held()
+        self.held = _Snapshots()  # the package sets under their digest, as stored
         rows: dict[str, Any] = {}
         order: dict[str, None] = dict.fromkeys(timeline.hosts)
         for item in timeline.items:
@@ -241,7 +224,7 @@ class _TimelineFacts:
         return [(k, self.rows[k]) for k in self.keys[lo:hi]]
 
     def snapshot(self, key: str) -> dict[str, Any]:
-        return self.held.sets[key]
+        return self.held.rows[key]
 
     def latest_packages(self, host: str) -> dict[str, Any] | None:
         return self.timeline.latest_packages.get(host)

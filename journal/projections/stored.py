@@ -104,6 +104,9 @@ class StoredProjection:
     def last_keys(self, prefix: str, limit: int, start: str = "") -> list[str]:
         return self.cache.last_keys(self.journal, self.name, prefix, limit, start)
 
+    def first_keys(self, prefix: str, limit: int) -> list[str]:
+        return self.cache.first_keys(self.journal, self.name, prefix, limit)
+
     def count(self, prefix: str, start: str = "") -> int:
         return self.cache.count(self.journal, self.name, prefix, start)
 
@@ -264,12 +267,7 @@ def load_newest(cache: ProjectionCache, journal: str, newest: int) -> tuple[Rest
 
     def read(head: Head) -> tuple[Restored, int]:
         top = state.rows(["head"]).get("head") or {}
-        rows = state.rows(state.last_keys("i:", newest))
-        refs = {k for d in rows.values() if d.get("kind") == "run" for k in d["snapshots"].values()}
-        refs |= set(top.get("latest_packages", {}).values())
-        rows.update(state.rows(refs))
-        rows["head"] = top
-        restored = _restore(journal, head, rows)
+        restored = _restore_some(state, journal, head, top, state.last_keys("i:", newest))
         restored.unfinished &= set(restored.timeline.runs)
         return restored, int(top.get("items", len(restored.timeline.items)))
 
@@ -288,16 +286,23 @@ def load_some(
 
     def read(head: Head) -> tuple[Restored, dict[str, Any]]:
         top = state.rows(["head"]).get("head") or {}
-        keys = list(state.rows(wanted).values())
-        rows = state.rows(keys)
-        refs = {k for d in rows.values() if d.get("kind") == "run" for k in d["snapshots"].values()}
-        refs |= set(top.get("latest_packages", {}).values())
-        rows.update(state.rows(refs))
-        rows["head"] = top
-        restored = _restore(journal, head, rows)
+        restored = _restore_some(state, journal, head, top, state.rows(wanted).values())
         return restored, {**top, "_loaded": len(restored.timeline.items)}
 
     return state.read(read)
+
+
+def _restore_some(
+    state: StoredProjection, journal: str, head: Head, top: dict[str, Any], keys: Iterable[str]
+) -> Restored:
+    """The timeline of the items stored under ``keys`` only, with the package sets they and
+    the head (``top``) name."""
+    rows = state.rows(keys)
+    refs = {k for d in rows.values() if d.get("kind") == "run" for k in d["snapshots"].values()}
+    refs |= set(top.get("latest_packages", {}).values())
+    rows.update(state.rows(refs))
+    rows["head"] = top
+    return _restore(journal, head, rows)
 
 
 def _restore(journal: str, head: Head, rows: dict[str, Any]) -> Restored:
@@ -378,12 +383,8 @@ def save(
         run = isinstance(item, StepRunView) and item.run_id in unfinished
         key = item_key(item)
         row = item_json(item, snapshots, unfinished=run)
-        index = rows_of(item, key, snapshots.key)
-        if run:  # indexed as stored: not ended (each reader settles it)
-            index = {
-                k: ({**v, "s": UNFINISHED} if k.startswith("p:") else v) for k, v in index.items()
-            }
-            index = {k: v for k, v in index.items() if not k.startswith("f:")}
+        # indexed as stored: a run not ended as such (each reader settles it)
+        index = rows_of(item, key, snapshots.key, row.get("status"))
         row["ix"] = sorted(index)
         rows[key] = row
         rows.update(index)
