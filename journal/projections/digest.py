@@ -22,6 +22,7 @@ from journal.projections.stored import (
     Moved,
     _Stored,
     brought_up,
+    item_key,
     item_of,
     latest_probes,
 )
@@ -32,7 +33,7 @@ from journal.projections.timeline import (
     Timeline,
     TimelineItem,
 )
-from journal.runs import NOT_STARTED, UNFINISHED, Alive
+from journal.runs import NOT_STARTED, TRIED_AGAIN, UNFINISHED, Alive
 from journal.store.cache import ProjectionCache
 
 _T = TypeVar("_T")
@@ -221,6 +222,72 @@ class Digest:
     def run(self, key: str | None) -> StepRunView | None:
         found = self.runs([key]) if key else []
         return found[0] if found else None
+
+    def run_of(self, run_id: str) -> StepRunView | None:
+        """The step run ``run_id`` (None when the journal has none such)."""
+        return self.run(self.state.rows([f"r:{run_id}"]).get(f"r:{run_id}"))
+
+    def _beside(self, prefixes: Iterable[str], at: str) -> tuple[str | None, str | None]:
+        """The item keys of the entries of the index lists ``prefixes`` right before and
+        right after the place ``at`` (merged in timeline order)."""
+        before: list[tuple[str, str]] = []
+        after: list[tuple[str, str]] = []
+        for prefix in prefixes:
+            for key in self.state.last_keys(prefix, 1, end=at):
+                before.append((key[len(prefix) :], key))
+            for key in self.state.first_keys(prefix, 2, start=at):
+                if key[len(prefix) :] != at:
+                    after.append((key[len(prefix) :], key))
+        rows = self.state.rows(k for _, k in [*before, *after])
+
+        def ref(found: list[tuple[str, str]], pick: Callable[..., Any]) -> str | None:
+            if not found:
+                return None
+            row = rows.get(pick(found)[1])
+            return row["k"] if isinstance(row, dict) else row
+
+        return ref(before, max), ref(after, min)
+
+    def neighbours(self, run: StepRunView) -> tuple[StepRunView | None, ...]:
+        """The step runs of ``run``'s host right before and after it, then the runs of its
+        step on its host right before and after it (what its page links to)."""
+        at = pos(item_key(run))
+        host = run.host
+        lists = [f"{kind}:{host}{SEP}" for kind in "HI"]
+        before, after = self._beside(lists, at)
+        earlier, later = self._beside([f"p:{host}{SEP}{run.step}{SEP}"], at)
+        return self.run(before), self.run(after), self.run(earlier), self.run(later)
+
+    def rollback_first_try(self, run: StepRunView) -> bool:
+        """Whether ``run`` is the first try of its step's latest attempt among its host's
+        runs that a rollback can name (:func:`journal.service.runs.latest_attempt`): what
+        `rollback --to before:STEP` on its host names."""
+        host, step = run.host, run.step
+        recorded = f"H:{host}{SEP}"
+        latest = None
+        for key in reversed(self.state.keys(f"p:{host}{SEP}{step}{SEP}")):  # newest first
+            at = key.rsplit(SEP, 1)[1]
+            if not self.state.rows([recorded + at]):
+                continue  # imported
+            view = self.run(self.state.rows([key])[key]["k"])
+            if view is not None and view.benchmark is None:
+                latest = view
+                break
+        if latest is None:
+            return False
+        while True:
+            at = pos(item_key(latest))
+            keys = self.state.last_keys(recorded, 1, end=at)
+            while keys:
+                earlier = self.run(self.state.rows(keys)[keys[0]])
+                if earlier is None or earlier.benchmark is None:
+                    break
+                keys = self.state.last_keys(recorded, 1, end=keys[0][len(recorded) :])
+            else:
+                earlier = None
+            if earlier is None or earlier.step != step or earlier.status not in TRIED_AGAIN:
+                return latest.run_id == run.run_id
+            latest = earlier
 
     def latest(self, host: str, step: str) -> StepRunView | None:
         """Where ``step`` stands on ``host``: its latest run but one not started (that changed

@@ -101,11 +101,11 @@ class StoredProjection:
     def keys(self, prefix: str, suffix: str = "", start: str = "") -> list[str]:
         return self.cache.keys(self.journal, self.name, prefix, suffix, start)
 
-    def last_keys(self, prefix: str, limit: int, start: str = "") -> list[str]:
-        return self.cache.last_keys(self.journal, self.name, prefix, limit, start)
+    def last_keys(self, prefix: str, limit: int, start: str = "", end: str = "") -> list[str]:
+        return self.cache.last_keys(self.journal, self.name, prefix, limit, start, end)
 
-    def first_keys(self, prefix: str, limit: int) -> list[str]:
-        return self.cache.first_keys(self.journal, self.name, prefix, limit)
+    def first_keys(self, prefix: str, limit: int, start: str = "") -> list[str]:
+        return self.cache.first_keys(self.journal, self.name, prefix, limit, start)
 
     def count(self, prefix: str, start: str = "") -> int:
         return self.cache.count(self.journal, self.name, prefix, start)

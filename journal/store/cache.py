@@ -118,21 +118,33 @@ class ProjectionCache:
             return list(conn.execute(query).scalars())
 
     def last_keys(
-        self, journal: str, projection: str, prefix: str, limit: int, start: str = ""
+        self,
+        journal: str,
+        projection: str,
+        prefix: str,
+        limit: int,
+        start: str = "",
+        end: str = "",
     ) -> list[str]:
         """The ``limit`` greatest keys starting with ``prefix`` (from ``prefix`` + ``start``
-        on), in ascending order."""
-        query = (
-            _keys_of(journal, projection, prefix, start)
-            .order_by(projection_rows.c.key.desc())
-            .limit(limit)
-        )
+        on, and before ``prefix`` + ``end`` where given), in ascending order."""
+        query = _keys_of(journal, projection, prefix, start)
+        if end:
+            query = query.where(projection_rows.c.key < prefix + end)
+        query = query.order_by(projection_rows.c.key.desc()).limit(limit)
         with self.engine.connect() as conn:
             return sorted(conn.execute(query).scalars())
 
-    def first_keys(self, journal: str, projection: str, prefix: str, limit: int) -> list[str]:
-        """The ``limit`` least keys starting with ``prefix``, in ascending order."""
-        query = _keys_of(journal, projection, prefix).order_by(projection_rows.c.key).limit(limit)
+    def first_keys(
+        self, journal: str, projection: str, prefix: str, limit: int, start: str = ""
+    ) -> list[str]:
+        """The ``limit`` least keys starting with ``prefix`` (from ``prefix`` + ``start`` on),
+        in ascending order."""
+        query = (
+            _keys_of(journal, projection, prefix, start)
+            .order_by(projection_rows.c.key)
+            .limit(limit)
+        )
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 

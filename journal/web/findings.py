@@ -15,7 +15,7 @@ from werkzeug.wrappers import Response
 from journal.errors import BadInput
 from journal.pitfalls.base import STATES, Finding
 from journal.service.findings import acknowledge, unacknowledge
-from journal.web.state import journal_or_404, states, store
+from journal.web.state import states, store, stored_or_404
 from journal.web.templating import finding_url, wants_fragment
 
 bp = Blueprint("findings", __name__, url_prefix="/j/<journal>/findings")
@@ -97,7 +97,7 @@ def shown(findings: list[Finding], args: Mapping[str, str]) -> Shown:
 
 @bp.get("")
 def page(journal: str) -> str:
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     return render_template(
         "findings/page.html",
         state=state,
@@ -126,7 +126,7 @@ def unack(journal: str) -> Response | tuple[str, int] | str:
 
 def _change(journal: str, record: Callable[[str], object]) -> Response | tuple[str, int] | str:
     """Record an acknowledgement or its withdrawal; the finding anew (htmx) or the page."""
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     key = (request.form.get("finding") or "").strip()
     shown = (request.form.get("shown") or key).strip()
     try:
@@ -142,7 +142,7 @@ def _change(journal: str, record: Callable[[str], object]) -> Response | tuple[s
                 error=str(exc),
             )
         abort(400, str(exc))
-    fresh = states().get(journal)
+    fresh = states().stored(journal)
     assert fresh is not None
     found = next((f for f in fresh.findings if f.key == shown), None)
     if wants_fragment() and found is not None:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from flask import Blueprint, render_template
 
-from journal.projections.progress import HostState, progress
-from journal.web.state import JournalState, all_states
+from journal.projections.progress import HostState
+from journal.web.state import StoredState, all_states
 from journal.web.templating import wants_fragment
 
 bp = Blueprint("journals", __name__)
@@ -28,13 +28,13 @@ class JournalSummary:
     events: int
 
 
-def summarise(state: JournalState) -> JournalSummary:
+def summarise(state: StoredState) -> JournalSummary:
     timeline = state.timeline
     return JournalSummary(
         name=state.journal,
-        hosts=progress(timeline),
+        hosts=state.index.progress(),
         planned=len(timeline.plan),
-        runs=len(timeline.runs),
+        runs=state.index.count("r:"),
         last_ts=timeline.last_ts,
         open=state.open_counts(),
         resolved=sum(1 for f in state.findings if f.state == "resolved"),

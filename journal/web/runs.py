@@ -27,10 +27,9 @@ from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
 from journal.projections.unread import of_run
 from journal.runs import IMPORTED, RUNNING, SKIPPED, SUCCEEDED
-from journal.service.runs import latest_attempt, rollback_runs
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
 from journal.web.sse import after_seq, event_stream, message
-from journal.web.state import JournalState, journal_or_404, store
+from journal.web.state import JournalState, store, stored_or_404
 from journal.web.templating import wants_fragment
 
 bp = Blueprint("runs", __name__, url_prefix="/j/<journal>/run/<run_id>")
@@ -98,7 +97,7 @@ def _summary_context(state: JournalState, run: StepRunView) -> dict[str, Any]:
         "findings": state.findings_of(run_id),
         "elsewhere": elsewhere,
         "runs": state.timeline.runs,
-        "rollback_command": rollback_command(list(state.timeline.runs.values()), run),
+        "rollback_command": rollback_command(state, run),
         "unread": of_run(run),
         "notifications": deliveries(
             store().read(state.journal, run_id=run_id, types=[NotificationSent.type])
@@ -107,16 +106,14 @@ def _summary_context(state: JournalState, run: StepRunView) -> dict[str, Any]:
     }
 
 
-def rollback_command(runs: list[StepRunView], run: StepRunView) -> str | None:
+def rollback_command(state: JournalState, run: StepRunView) -> str | None:
     """The `journal rollback` that puts the run's host back to its packages before it (the
     page offers it to copy; the UI itself changes nothing): ``before:STEP`` when that names
     this run (the first try of the step's latest attempt on the host), else ``before:RUN``.
     None for a run with no snapshot before it, an imported or a benchmark run."""
     if run.imported or run.benchmark is not None or "before" not in run.snapshots:
         return None
-    mine = rollback_runs(runs, run.host)
-    at = latest_attempt(mine, run.step)
-    to = run.step if at is not None and mine[at].run_id == run.run_id else run.run_id
+    to = run.step if state.rollback_first_try(run) else run.run_id
     return f"journal rollback --to {shlex.quote('before:' + to)} --host {shlex.quote(run.host)}"
 
 
@@ -124,14 +121,7 @@ def _neighbours(state: JournalState, run: StepRunView) -> dict[str, StepRunView 
     """The runs a run's page links to: the step run before and after it on its host, and
     (the same step on the same host, next or last) the retry of a failed run, or the failed
     run a run retried."""
-    same_host = [r for r in state.timeline.runs.values() if r.host == run.host]
-    at = next(i for i, r in enumerate(same_host) if r.run_id == run.run_id)
-    before = same_host[at - 1] if at else None
-    after = same_host[at + 1] if at + 1 < len(same_host) else None
-    same_step = [r for r in same_host if r.step == run.step]
-    at = same_step.index(run)
-    earlier = same_step[at - 1] if at else None
-    later = same_step[at + 1] if at + 1 < len(same_step) else None
+    before, after, earlier, later = state.neighbours(run)
     return {
         "previous_run": before,
         "next_run": after,
@@ -148,7 +138,7 @@ def _succeeded(run: StepRunView) -> bool:
 
 @bp.get("")
 def page(journal: str, run_id: str) -> str:
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     run = _run_or_404(state, run_id)
     context = _page_context(state, run_id, request.args.get("page", type=int))
     if wants_fragment():
@@ -159,7 +149,7 @@ def page(journal: str, run_id: str) -> str:
 @bp.get("/output")
 def output(journal: str, run_id: str) -> str:
     """A page of lines (``page=N``), or the lines since event ``after=SEQ``."""
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     _run_or_404(state, run_id)
     after = request.args.get("after", type=int)
     if after is not None:
@@ -182,7 +172,7 @@ def output(journal: str, run_id: str) -> str:
 def raw(journal: str, run_id: str) -> Response:
     """The run's output as it was recorded, byte for byte (both streams, in order), streamed
     a few chunks at a time: where a line too long for the page is read whole."""
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     _run_or_404(state, run_id)
     chunks = store().output_chunks(run_id)
 
@@ -201,7 +191,7 @@ def raw(journal: str, run_id: str) -> Response:
 def cast(journal: str, run_id: str) -> Response:
     """The run's output as an asciicast v2 file (``asciinema play``), written as its events
     are read: one line per recorded chunk, never the whole output held at once."""
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     _run_or_404(state, run_id)
     records = store().read(journal, run_id=run_id, types=["StepStarted", "OutputChunk"])
 
@@ -222,7 +212,7 @@ def live(journal: str, run_id: str) -> Response:
     """The run's output as it is printed: ``lines`` messages with the lines of the chunks
     after ``after=SEQ`` (a line begun before comes whole, marked to replace the one shown),
     then, once the step finished (or its recorder is gone), ``done`` with its summary."""
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     run = _run_or_404(state, run_id)
     sent = seen = after_seq()
     checked = 0.0
@@ -274,7 +264,7 @@ def _progress(run_id: str, after: int) -> tuple[int, int]:
 def _done(journal: str, run_id: str, sent: int) -> str:
     """The closing message: the run's summary as it ended, swapped in place of the one shown
     (the page's ``sse-close="done"`` then closes the stream)."""
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     run = _run_or_404(state, run_id)
     html = render_template("runs/_summary.html", oob=True, **_summary_context(state, run))
     per_page = current_app.config["LINES_PER_PAGE"]

@@ -13,21 +13,24 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from flask import Flask, abort, current_app
 
+from journal.cli.render import Filter
 from journal.mapper import Recorded
 from journal.pitfalls import counts
 from journal.pitfalls.acks import TYPES as ACK_TYPES
 from journal.pitfalls.acks import fold_ack
 from journal.pitfalls.base import Finding
 from journal.pitfalls.ledger import Ledger
-from journal.pitfalls.lifecycle import with_acks
+from journal.pitfalls.lifecycle import AckBook, with_acks
 from journal.projections import stored
-from journal.projections.folder import Folder
+from journal.projections.digest import Digest
 from journal.projections.packages import PackageDiff
-from journal.projections.timeline import StepRunView, Timeline
+from journal.projections.timeline import StepRunView, Timeline, TimelineItem
+from journal.service.runs import latest_attempt, rollback_runs
 from journal.service.story import Story, story
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
@@ -62,6 +65,10 @@ class JournalState:
             self._story = story(self.timeline, self.findings)
         return self._story
 
+    def told(self) -> Story | None:
+        """The story as a page shows it at once (None: the page asks for it after)."""
+        return self.story()
+
     def findings_of(self, run_id: str) -> list[Finding]:
         """The findings about one step run."""
         return [f for f in self.findings if f.run == run_id]
@@ -93,6 +100,129 @@ class JournalState:
     def run(self, run_id: str) -> StepRunView | None:
         return self.timeline.runs.get(run_id)
 
+    def host_runs(self, host: str) -> list[StepRunView]:
+        return [r for r in self.timeline.runs.values() if r.host == host]
+
+    def neighbours(self, run: StepRunView) -> tuple[StepRunView | None, ...]:
+        """The step runs of ``run``'s host right before and after it, then the runs of its
+        step on its host right before and after it."""
+        same_host = self.host_runs(run.host)
+        at = next(i for i, r in enumerate(same_host) if r.run_id == run.run_id)
+        before = same_host[at - 1] if at else None
+        after = same_host[at + 1] if at + 1 < len(same_host) else None
+        same_step = [r for r in same_host if r.step == run.step]
+        at = same_step.index(run)
+        earlier = same_step[at - 1] if at else None
+        later = same_step[at + 1] if at + 1 < len(same_step) else None
+        return before, after, earlier, later
+
+    def rollback_first_try(self, run: StepRunView) -> bool:
+        """Whether ``run`` is the first try of its step's latest attempt on its host (what
+        `rollback --to before:STEP` names)."""
+        mine = rollback_runs(self.host_runs(run.host), run.host)
+        at = latest_attempt(mine, run.step)
+        return at is not None and mine[at].run_id == run.run_id
+
+
+class _Runs(dict[str, StepRunView]):
+    """The step runs of a stored timeline by id, each read from its index when first asked
+    (a page shows a few of a journal's thousands)."""
+
+    def __init__(self, digest: Digest) -> None:
+        super().__init__()
+        self.digest = digest
+        self.missing: set[str] = set()
+
+    def _load(self, run_id: str) -> StepRunView | None:
+        if run_id in self.missing:
+            return None
+        if not dict.__contains__(self, run_id):
+            view = self.digest.run_of(run_id)
+            if view is None:
+                self.missing.add(run_id)
+                return None
+            self[run_id] = view
+        return dict.__getitem__(self, run_id)
+
+    def __missing__(self, run_id: str) -> StepRunView:
+        view = self._load(run_id)
+        if view is None:
+            raise KeyError(run_id)
+        return view
+
+    def __contains__(self, run_id: object) -> bool:
+        return isinstance(run_id, str) and self._load(run_id) is not None
+
+    def get(self, run_id: str, default: Any = None) -> Any:  # type: ignore[override]
+        view = self._load(run_id)
+        return default if view is None else view
+
+
+@dataclass
+class StoredState(JournalState):
+    """A journal as pages read it without holding its timeline: the stored timeline's index
+    (:class:`journal.projections.digest.Digest`) at ``last_seq``, every finding, and the
+    items of one page (``timeline.items``; ``partial``: how many there are in all). Its
+    ``timeline.runs`` reads a run from the index when asked for it."""
+
+    digest: Digest | None = field(default=None, repr=False)
+    #: the pages of newest items shown of it, by how many
+    pages: dict[int, StoredState] = field(default_factory=dict, repr=False)
+
+    @property
+    def index(self) -> Digest:
+        assert self.digest is not None
+        return self.digest
+
+    def story(self) -> Story | None:
+        if self._story is None:
+            self._story = story(self.index, self.findings)
+        return self._story
+
+    def told(self) -> Story | None:
+        """The story where it was told already or is quick to tell (a journal of fewer than
+        :data:`STORY_AT_ONCE` items); else None, and the page asks for it after (it reads
+        every figure and stack reading: a second at 100,000 events)."""
+        if self._story is None and self.index.item_count >= STORY_AT_ONCE:
+            return None
+        return self.story()
+
+    def open_counts(self) -> dict[str, int] | None:
+        return counts(self.findings)
+
+    def run(self, run_id: str) -> StepRunView | None:
+        return self.timeline.runs.get(run_id)
+
+    def host_runs(self, host: str) -> list[StepRunView]:
+        return list(self.index.hosts_timeline([host]).runs.values())
+
+    def neighbours(self, run: StepRunView) -> tuple[StepRunView | None, ...]:
+        return self.index.neighbours(run)
+
+    def rollback_first_try(self, run: StepRunView) -> bool:
+        return self.index.rollback_first_try(run)
+
+    def with_items(self, items: list[TimelineItem], total: int) -> StoredState:
+        """This state showing ``items`` (of ``total``)."""
+        timeline = Timeline(
+            self.journal,
+            plan=self.timeline.plan,
+            hosts=self.timeline.hosts,
+            items=items,
+            runs=self.timeline.runs,
+        )
+        timeline.events, timeline.last_ts = self.timeline.events, self.timeline.last_ts
+        for item in items:
+            if isinstance(item, StepRunView):
+                dict.__setitem__(self.timeline.runs, item.run_id, item)
+        return replace(self, timeline=timeline, partial=total, pages={})
+
+
+#: A journal of fewer items tells its story on its page, not after it.
+STORY_AT_ONCE = 2_000
+
+#: What the newest page keeps: every item.
+_EVERY = Filter()
 
 #: Judging that took less than this is redone at once whenever the journal changes.
 SYNC_JUDGE_S = 0.25
@@ -130,6 +260,9 @@ class JournalStates:
         #: per journal, the head of its timeline projection as this process last saw it
         self._heads: dict[str, Head | None] = {}
         self._dirty: set[str] = set()  # journals whose stored timeline must be written anew
+        self._stored: dict[str, StoredState] = {}
+        self._found: dict[str, _Found] = {}
+        self._acks: dict[str, tuple[AckBook, int]] = {}
 
     def journals(self) -> list[str]:
         return self.store.journals()
@@ -201,32 +334,109 @@ class JournalStates:
             self._cache[journal] = state
             return state
 
-    def newest(self, journal: str, newest: int) -> JournalState | None:
-        """The journal's newest ``newest`` items while the whole journal is still being
-        restored (a first page after start), and the whole restored in the background; the
-        whole state when it is there; None when the journal has no stored timeline yet."""
-        if journal in self._folds:
-            return self.get(journal)
-        found = stored.load_newest(self.cache, journal, newest)
-        if found is None:
+    def newest(self, journal: str, newest: int) -> StoredState | None:
+        """The journal's newest ``newest`` items, read from its stored timeline's index
+        (brought up to date first): a page's cost follows what it shows; None when the
+        database has no such journal."""
+        state = self.stored(journal)
+        if state is None:
             return None
-        restored, total = found
-        # runs stored as not ended are settled (their end may have come since)
-        folder = Folder(restored.timeline, restored.seq, restored.unfinished)
-        timeline = folder.fold(self.store.read(journal, after=restored.seq), self.alive)
-        runs = list(timeline.runs)
-        findings = Ledger(self.store, journal).findings_of(runs)
+        shown = state.pages.get(newest)
+        if shown is None:
+            items, total = state.index.page(_EVERY, newest)
+            shown = state.pages[newest] = state.with_items(items, total)
+        return shown
+
+    def stored(self, journal: str) -> StoredState | None:
+        """The journal as its stored timeline's index and its findings stand now, without
+        holding its timeline: the stored timeline is brought up to date first, reading only
+        the runs the new events change (:func:`journal.projections.stored.brought_up`).
+        Reused while no event came, no run stands unfinished and the findings judged are
+        those it holds. None when the database has no such journal."""
+        last = self.last_seq(journal)
+        if not last:
+            return None
+        known = self._stored.get(journal)
+        if known is not None and self._still(known, last):
+            return known
         with self._guard:
-            busy = self._judging.get(f"restore:{journal}")
-            if busy is None or not busy.is_alive():
+            lock = self._locks.setdefault(journal, threading.Lock())
+        with lock:
+            known = self._stored.get(journal)
+            if known is not None and self._still(known, last):
+                return known
+            head = self.cache.head(journal, stored.PROJECTION)
+            if head is None or head.seq < last or head.version != stored.version():
+                stored.brought_up(self.store, journal)
+            digest = Digest(self.store, journal, self.alive)
+            seq = digest.head.seq if digest.head is not None else last
+            findings, judged = self._findings(journal, seq)
+            timeline = Timeline(journal, plan=digest.plan, hosts=digest.hosts, runs=_Runs(digest))
+            timeline.events, timeline.last_ts = digest.events, digest.last_ts
+            state = StoredState(
+                journal,
+                seq,
+                timeline,
+                findings,
+                findings_seq=judged,
+                partial=digest.item_count,
+                digest=digest,
+            )
+            self._stored[journal] = state
+            return state
+
+    def _still(self, known: StoredState, last: int) -> bool:
+        found = self._found.get(known.journal)
+        return (
+            known.last_seq >= last
+            and not known.index.unfinished
+            and found is not None
+            and found.seq == known.findings_seq
+        )
+
+    def _findings(self, journal: str, seq: int) -> tuple[list[Finding], int]:
+        """Every finding of the journal with the acknowledgements up to event ``seq``, and
+        the event they were judged at: judged now where that is quick (or none was judged
+        yet), else the last judged while the background judges anew."""
+        found = self._found.get(journal)
+        if found is None or (found.seq < seq and found.seconds < self.sync_judge_s):
+            found = self._found[journal] = _judged_at(self.store, journal, seq)
+        elif found.seq < seq:
+            busy = self._judging.get(journal)
+            wait = max(self.rejudge_every_s, 4 * found.seconds)
+            idle = busy is None or not busy.is_alive()
+            if idle and time.monotonic() >= found.finished + wait:
                 thread = threading.Thread(
-                    target=self.get, args=(journal,), name=f"journal-restore-{journal}", daemon=True
+                    target=self._judge_stored_later,
+                    args=(journal, seq),
+                    name=f"journal-judge-{journal}",
+                    daemon=True,
                 )
-                self._judging[f"restore:{journal}"] = thread
+                self._judging[journal] = thread
                 thread.start()
-        seq = folder.last_seq
-        touched = {run: view.seq for run, view in timeline.runs.items()}
-        return JournalState(journal, seq, timeline, findings, touched, seq, 0, partial=total)
+        return with_acks(found.findings, self._acks_upto(journal, seq)), found.seq
+
+    def _judge_stored_later(self, journal: str, seq: int) -> None:
+        try:
+            judged = _judged_at(self.store, journal, seq)
+        except Exception:  # a page judging at once shows the error; here, the log says it
+            logging.getLogger(__name__).exception("judging %s failed", journal)
+            return
+        with self._guard:
+            known = self._found.get(journal)
+            if known is None or known.seq < judged.seq:
+                self._found[journal] = judged
+
+    def _acks_upto(self, journal: str, seq: int) -> AckBook:
+        """The acknowledgements in force at event ``seq``, folded on from the last asked."""
+        book, upto = self._acks.get(journal, (AckBook(), 0))
+        if seq > upto:
+            for rec in self.store.read(journal, after=upto, types=ACK_TYPES):
+                if rec.seq > seq:
+                    break
+                fold_ack(book, rec)
+            self._acks[journal] = (book, seq)
+        return book
 
     def _restore(self, journal: str) -> JournalFold:
         """The journal's fold, from its stored timeline when there is one of this version."""
@@ -335,6 +545,24 @@ class _Verdict:
     finished: float
 
 
+@dataclass(frozen=True)
+class _Found:
+    """Every finding of a journal (acknowledgements as judged) at event ``seq``."""
+
+    seq: int
+    findings: list[Finding]
+    seconds: float
+    finished: float
+
+
+def _judged_at(store: EventStore, journal: str, seq: int) -> _Found:
+    """The findings from the journal's findings projection, brought up to date."""
+    started = time.monotonic()
+    found = Ledger(store, journal).findings()
+    done = time.monotonic()
+    return _Found(seq, found, done - started, done)
+
+
 def _judged(store: EventStore, fold: JournalFold) -> _Verdict:
     """The findings from the journal's findings projection, brought up to date."""
     started = time.monotonic()
@@ -369,7 +597,7 @@ def warm(app: Flask) -> threading.Thread:
         states_ = app.extensions["journal"]
         try:
             for name in states_.journals():
-                states_.get(name)
+                states_.stored(name)
         except Exception:  # a page view will show the same error, on a plain page
             app.logger.exception("folding the journals in the background failed")
 
@@ -387,15 +615,25 @@ def store() -> EventStore:
 
 
 def journal_or_404(journal: str) -> JournalState:
-    """The journal named in the URL, or a 404 page."""
+    """The journal named in the URL, its whole timeline held (the pages that list or chart
+    all of it), or a 404 page."""
     state = states().get(journal)
     if state is None:
         abort(404, f"there is no journal {journal!r} in this database")
     return state
 
 
-def all_states() -> Iterable[JournalState]:
+def stored_or_404(journal: str) -> StoredState:
+    """The journal named in the URL as its stored index reads it (the pages that show a few
+    of its items: a run, a page of findings, the newest items), or a 404 page."""
+    state = states().stored(journal)
+    if state is None:
+        abort(404, f"there is no journal {journal!r} in this database")
+    return state
+
+
+def all_states() -> Iterable[StoredState]:
     for name in states().journals():
-        state = states().get(name)
+        state = states().stored(name)
         if state is not None:
             yield state

@@ -42,7 +42,7 @@ from journal.web.selection import (
     select_items,
 )
 from journal.web.sse import after_seq, event_stream, message
-from journal.web.state import JournalState, journal_or_404, states, store
+from journal.web.state import JournalState, journal_or_404, states, store, stored_or_404
 from journal.web.templating import wants_fragment
 
 bp = Blueprint("timeline", __name__, url_prefix="/j/<journal>")
@@ -98,7 +98,7 @@ def page(journal: str) -> str | Response:
 def story_part(journal: str) -> str:
     """The story header alone, for a first page shown before the whole journal was restored
     (it waits for the fold under way in the background, and reuses it)."""
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     return render_template("timeline/_story.html", journal=journal, told=state.story())
 
 
