@@ -160,6 +160,54 @@ def copy_demo(demo: tuple[Path, Path], folder: Path) -> Path:
     return db
 
 
+#: A real `journal run` transcript from an H200 host: its stack check, clean.
+STACK_CHECK = Path(__file__).parent / "data" / "transcripts" / "h200-clean-stack-check.txt"
+
+
+def demo_with_transcript(demo: tuple[Path, Path], folder: Path) -> Path:
+    """A copy of the session's demo database in ``folder`` with the real H200 stack check
+    imported as host ``gpu-box``."""
+    from tests.helpers import journal, text
+
+    db = copy_demo(demo, folder)
+    done = journal(
+        "import", "transcript", str(STACK_CHECK), "--host", "gpu-box", db=db, runbook=demo[1]
+    )
+    assert done.returncode == 0, text(done.stderr)
+    return db
+
+
+#: Above this machine's pid_max: no process has it.
+DEAD_PID = 2**22 + 17
+
+
+def crash_runs(host: str, step: str, never: str, when: str) -> list[object]:
+    """The runs a crash and a paste leave: ``crash-lost`` of ``step`` on ``host`` (its recorder
+    died mid-run), ``crash-never`` of step ``never`` (died before it launched), and ``placed``,
+    a pasted ``nvidia-smi`` on ``gpu-box`` dated ``when`` among the steps."""
+    from journal.events import StepFinished, StepStarted
+
+    return [
+        StepStarted(
+            "crash-lost", step, host, "local", "sleep 600", pid=DEAD_PID, machine="nowhere"
+        ),
+        StepStarted(
+            "crash-never",
+            never,
+            host,
+            "local",
+            "true",
+            pid=DEAD_PID,
+            machine="nowhere",
+            launch_marked=True,
+        ),  # fmt: skip
+        StepStarted(
+            "placed", "nvidia-smi", "gpu-box", "imported", "nvidia-smi", imported=True, at=when
+        ),
+        StepFinished("placed", "gpu-box", "succeeded", 0, 0.5),
+    ]
+
+
 #: What each marker stands for: the fixtures that start that component (see pyproject.toml).
 MARKED_BY = {
     "ssh": {"sshd", "sshd_fleet", "_ssh_home_session", "ssh_home", "fleet"},

@@ -23,8 +23,6 @@ import pytest
 
 from journal.events import (
     ProbeRecorded,
-    StepFinished,
-    StepStarted,
 )
 from journal.projections import stored
 from journal.projections.digest import Digest, digest
@@ -38,11 +36,8 @@ from journal.service.findings import findings, open_findings, tally
 from journal.service.story import story
 from journal.store import EventStore
 from journal.store.cache import ProjectionCache
+from tests.conftest import crash_runs, demo_with_transcript
 from tests.helpers import journal, text
-
-DATA = Path(__file__).parent / "data" / "transcripts"
-STACK_CHECK = DATA / "h200-clean-stack-check.txt"
-DEAD_PID = 2**22 + 17  # above this machine's pid_max: no process has it
 
 
 def _progress(hosts: list[HostState]) -> list[tuple]:
@@ -88,14 +83,7 @@ def _indexed(store: EventStore, name: str) -> tuple:
 @pytest.fixture(scope="module")
 def recorded(demo_journal: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The demo with a transcript imported and a crash's runs: its journal's name and events."""
-    folder = tmp_path_factory.mktemp("digest")
-    db = folder / "journal.db"
-    shutil.copy(demo_journal[0], db)
-    done = journal(
-        "import", "transcript", str(STACK_CHECK), "--host", "gpu-box", db=db,
-        runbook=demo_journal[1],
-    )
-    assert done.returncode == 0, text(done.stderr)
+    db = demo_with_transcript(demo_journal, tmp_path_factory.mktemp("digest"))
     store = EventStore(str(db))
     try:
         name = next(iter(store.read())).journal
@@ -107,16 +95,7 @@ def recorded(demo_journal: tuple[Path, Path], tmp_path_factory: pytest.TempPathF
         store.append(
             name,
             [
-                # its recorder died mid-run: lost
-                StepStarted("crash-lost", step, host, "local", "sleep 600", pid=DEAD_PID,
-                            machine="nowhere"),
-                # died before it launched: not started, the run before it stands
-                StepStarted("crash-never", step, host, "local", "true", pid=DEAD_PID,
-                            machine="nowhere", launch_marked=True),
-                # a pasted command dated among the steps, on the import's host
-                StepStarted("placed", "nvidia-smi", "gpu-box", "imported", "nvidia-smi",
-                            imported=True, at=when),
-                StepFinished("placed", "gpu-box", "succeeded", 0, 0.5),
+                *crash_runs(host, step, step, when),
                 # a torch-env probe on its own that read nothing
                 ProbeRecorded(host, "torch-env", None, 0.1, error="ImportError: no torch"),
             ],

@@ -355,6 +355,17 @@ class EventStore:
             newest, done = conn.execute(query).one()
         return int(newest or 0), int(done or 0)
 
+    def runs_touched(self, journal: str, after: int) -> dict[str, int]:
+        """The step runs of a journal that gained events after ``after``, each with the
+        sequence number of its newest (what a live page replaces)."""
+        query = (
+            select(events.c.run_id, func.max(events.c.seq))
+            .where(events.c.journal == journal, events.c.seq > after, events.c.run_id.is_not(None))
+            .group_by(events.c.run_id)
+        )
+        with self.engine.connect() as conn:
+            return {run: int(seq) for run, seq in conn.execute(query)}
+
     def runs_with_text(self, journal: str, needle: str) -> set[str]:
         """The step runs of a journal whose output holds ``needle`` (case-insensitive)."""
         return set(self.lines_with_text(journal, needle))

@@ -10,14 +10,16 @@ from flask import Blueprint, current_app, render_template
 
 from journal.events import NotificationSent
 from journal.projections.drift import EVENT_TYPES, Readings, compare, fold, runbook_groups
+from journal.projections.drift.kept import current_readings
 from journal.projections.notifications import deliveries
-from journal.web.state import journal_or_404, store
+from journal.web.state import store, stored_or_404
 
 bp = Blueprint("hosts", __name__, url_prefix="/j/<journal>/hosts")
 
 
 class ReadingsCache:
-    """Each journal's drift readings, folded once and then extended by the probes, snapshots
+    """Each journal's drift readings, read from where they were kept
+    (:mod:`journal.projections.drift.kept`) and then extended by the probes, snapshots
     and step runs appended since (output is never read), under a lock: requests share it."""
 
     def __init__(self) -> None:
@@ -26,7 +28,9 @@ class ReadingsCache:
 
     def current(self, journal: str) -> Readings:
         with self.lock:
-            state = self.journals.get(journal) or Readings(journal)
+            state = self.journals.get(journal)
+            if state is None:  # the kept readings, folded on from where they were stored
+                state = current_readings(store(), journal)
             records = store().read(journal, after=state.last_seq, types=EVENT_TYPES)
             self.journals[journal] = fold(journal, records, state)
             return self.journals[journal]
@@ -38,7 +42,7 @@ def _cache() -> ReadingsCache:
 
 @bp.get("")
 def page(journal: str) -> str:
-    state = journal_or_404(journal)
+    state = stored_or_404(journal)
     cache = _cache()
     readings = cache.current(journal)
     with cache.lock:  # a fold extending the same readings must not run meanwhile

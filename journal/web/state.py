@@ -101,7 +101,10 @@ class JournalState:
         return self.timeline.runs.get(run_id)
 
     def host_runs(self, host: str) -> list[StepRunView]:
-        return [r for r in self.timeline.runs.values() if r.host == host]
+        """The host's step runs in timeline order (an import dated by its transcript stands
+        where its time falls, as the page shows it)."""
+        items = self.timeline.items
+        return [r for r in items if isinstance(r, StepRunView) and r.host == host]
 
     def neighbours(self, run: StepRunView) -> tuple[StepRunView | None, ...]:
         """The step runs of ``run``'s host right before and after it, then the runs of its
@@ -224,6 +227,9 @@ STORY_AT_ONCE = 2_000
 #: What the newest page keeps: every item.
 _EVERY = Filter()
 
+#: A whole timeline no page asked for this long is let go (seconds).
+FOLD_IDLE_S = 120.0
+
 #: Judging that took less than this is redone at once whenever the journal changes.
 SYNC_JUDGE_S = 0.25
 #: Otherwise it is redone in the background, at most this often.
@@ -245,6 +251,7 @@ class JournalStates:
         store: EventStore,
         sync_judge_s: float = SYNC_JUDGE_S,
         rejudge_every_s: float = REJUDGE_EVERY_S,
+        fold_idle_s: float = FOLD_IDLE_S,
     ) -> None:
         self.store = store
         self.sync_judge_s = sync_judge_s
@@ -261,6 +268,8 @@ class JournalStates:
         self._heads: dict[str, Head | None] = {}
         self._dirty: set[str] = set()  # journals whose stored timeline must be written anew
         self._stored: dict[str, StoredState] = {}
+        self._used: dict[str, float] = {}  # when a page last asked for a whole timeline
+        self.fold_idle_s = fold_idle_s
         self._found: dict[str, _Found] = {}
         self._acks: dict[str, tuple[AckBook, int]] = {}
 
@@ -288,7 +297,10 @@ class JournalStates:
         return cached
 
     def get(self, journal: str) -> JournalState | None:
-        """The journal as it stands now (None when the database has no such journal)."""
+        """The journal as it stands now, its whole timeline held (None when the database has
+        no such journal): for the pages that list or chart all of it. It is let go once no
+        page asked for it for :data:`FOLD_IDLE_S` (:meth:`stored` pages hold none)."""
+        self._used[journal] = time.monotonic()
         last = self.last_seq(journal)
         if not last:
             return None
@@ -353,6 +365,7 @@ class JournalStates:
         the runs the new events change (:func:`journal.projections.stored.brought_up`).
         Reused while no event came, no run stands unfinished and the findings judged are
         those it holds. None when the database has no such journal."""
+        self._let_go()
         last = self.last_seq(journal)
         if not last:
             return None
@@ -384,6 +397,25 @@ class JournalStates:
             )
             self._stored[journal] = state
             return state
+
+    def _let_go(self) -> None:
+        """Drop the whole timelines held that no page asked for lately (their stored
+        timeline and findings keep what the next such page needs)."""
+        now = time.monotonic()
+        for journal, used in list(self._used.items()):
+            if now - used < self.fold_idle_s:
+                continue
+            with self._guard:
+                lock = self._locks.setdefault(journal, threading.Lock())
+            if not lock.acquire(blocking=False):
+                continue  # being folded or read now
+            try:
+                self._folds.pop(journal, None)
+                self._cache.pop(journal, None)
+                self._verdicts.pop(journal, None)
+                self._used.pop(journal, None)
+            finally:
+                lock.release()
 
     def _still(self, known: StoredState, last: int) -> bool:
         found = self._found.get(known.journal)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 from flask import (
@@ -76,15 +77,29 @@ def _context(state: JournalState, query: TimelineQuery) -> dict[str, Any]:
     }
 
 
+def _plain(query: TimelineQuery) -> bool:
+    """Whether the query asks for the newest items unfiltered (read from the stored index,
+    not from the whole journal held)."""
+    return not (query.active or query.every or query.layout != "list")
+
+
+def _state_for(journal: str, query: TimelineQuery, after: int | None = None) -> JournalState:
+    """The journal as the query needs it: the newest items only for the plain page (with
+    the runs changed since event ``after``, where given), else the whole journal."""
+    if not _plain(query):
+        return journal_or_404(journal)
+    state = states().newest(journal, NEWEST)
+    if state is None:
+        abort(404, f"there is no journal {journal!r} in this database")
+    if after is not None:
+        state = replace(state, touched=store().runs_touched(journal, after))
+    return state
+
+
 @bp.get("")
 def page(journal: str) -> str | Response:
     query = TimelineQuery.from_args(request.args)
-    state = None
-    if not (query.active or query.every or query.layout != "list"):
-        # the plain first page needs the newest items only, not the whole restored journal
-        state = states().newest(journal, NEWEST)
-    if state is None:
-        state = journal_or_404(journal)
+    state = _state_for(journal, query)
     context = _context(state, query)
     if wants_fragment():
         response = make_response(render_template("timeline/_timeline_items.html", **context))
@@ -148,9 +163,9 @@ def code_spans(text: str | None) -> Markup:
 @bp.get("/items")
 def items(journal: str) -> str:
     """The items fragment; with ``after=SEQ`` only what is new or changed since event SEQ."""
-    state = journal_or_404(journal)
-    context = _context(state, TimelineQuery.from_args(request.args))
     after = request.args.get("after", type=int)
+    state = _state_for(journal, TimelineQuery.from_args(request.args), after)
+    context = _context(state, TimelineQuery.from_args(request.args))
     if after is not None:
         context["items"], context["updated"] = changed_since(state, context["items"], after)
         context["rows"] = host_rows(context["items"]) if context["query"].layout == "hosts" else []
@@ -166,7 +181,7 @@ SEARCH_EVERY_S = 1.0
 def live(journal: str) -> Response:
     """The timeline's changes as they happen, filtered as the page is: an ``items`` message
     with the new items and the runs shown that gained events since the last one sent."""
-    journal_or_404(journal)
+    stored_or_404(journal)
     query = TimelineQuery.from_args(request.args)
     cursor = after_seq()
     every = SEARCH_EVERY_S if query.q else 0.0
@@ -180,7 +195,7 @@ def live(journal: str) -> Response:
         tried = now
         if states().last_seq(journal) <= cursor:
             return [], False
-        state = journal_or_404(journal)
+        state = _state_for(journal, query, cursor)
         context = _context(state, query)
         shown = context["items"]
         new, updated = changed_since(state, shown, cursor)
