@@ -62,6 +62,7 @@ lint: install
 
 bench: install system-deps
 	$(BIN)/python bench/append.py
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/pitfalls.py
 	$(BIN)/python bench/web.py

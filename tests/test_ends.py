@@ -269,7 +269,7 @@ sys.meta_path.insert(0, _Hold())
     "module",
     [
         "journal.cli.running",  # journal's modules loading
-        "journal.cli.drift",  # the command line being parsed (imported by the parser)
+        "journal.cli.parser",  # the command line being parsed
         "journal.store",  # the database opening (imported by the first command that needs it)
     ],
 )

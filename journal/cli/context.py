@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from journal.cli.parser import encodable
 from journal.errors import BadInput, shown
 from journal.runbook import NAME, NAME_LENGTH, NAME_RULE, Runbook, load
 
@@ -81,7 +81,7 @@ class Context:
             return name
         if (
             len(name) <= NAME_LENGTH
-            and _encodable(name)
+            and encodable(name)
             and self.db_exists()
             and self.store.has_journal(name)
         ):
@@ -158,65 +158,6 @@ def listed(names: list[str], most: int = 10) -> str:
     shortened = [name if len(name) <= 60 else shown(name) for name in names[:most]]
     more = f" and {len(names) - most:,} more" if len(names) > most else ""
     return ", ".join(shortened) + more
-
-
-def _encodable(text: str) -> bool:
-    """Whether ``text`` is UTF-8 text (no byte that the command line could not decode)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-#: The arguments that are paths handed to the OS as they are and never recorded, so that a
-#: file name in another encoding than UTF-8 is as good as any. Not the runbook's (nor `init`'s
-#: folder, which holds it): the journal records where its runbook is.
-PATH_ARGUMENTS = frozenset({"db", "files", "output", "witness", "source", "target"})
-
-
-def text_argument(action: argparse.Action, value: str) -> None:
-    """Refuse an argument that is not UTF-8 text (Python hands bytes it cannot decode over as
-    lone surrogates, which no database can store) unless it is a path: what the command line
-    gives is recorded as text, and the message names the argument before anything is opened."""
-    if (
-        isinstance(action, argparse._SubParsersAction)  # the command's own arguments follow
-        or action.dest in PATH_ARGUMENTS
-        or _encodable(value)
-    ):
-        return
-    bad = 0
-    try:
-        raw = value.encode("utf-8", "surrogateescape")
-        raw.decode("utf-8")
-    except UnicodeEncodeError:  # a surrogate given as such, not from a byte
-        raw, at = value.encode("utf-8", "surrogatepass"), "a lone surrogate"
-    except UnicodeDecodeError as exc:
-        bad, at = exc.start, f"byte 0x{raw[exc.start]:02x} at {exc.start}"
-    else:
-        at = "a lone surrogate"
-    # caf\xe9, as a shell's $'...' writes it; of a long one, the part around the first bad byte
-    start, end = max(0, bad - 40), bad + 20
-    spelled = raw[start:end].decode("utf-8", "backslashreplace")
-    if start or end < len(raw):
-        spelled = f"{'...' if start else ''}{spelled}{'...' if end < len(raw) else ''}"
-        spelled += f" ({len(raw):,} bytes)"
-    raise argparse.ArgumentError(
-        action,
-        f"{spelled} is not UTF-8 text ({at} is no UTF-8 character: the terminal or "
-        "script passed another encoding, such as Latin-1); journal records text as UTF-8, "
-        "so nothing was recorded: give it in UTF-8 (e.g. convert it with `iconv -f latin1 "
-        "-t utf-8`, or rename a file so named)",
-    )
-
-
-def default_db() -> str | None:
-    """--db's default: JOURNAL_DB, else None (meaning ./journal.db, or DIR/journal.db for init)."""
-    return os.environ.get("JOURNAL_DB")
-
-
-def default_runbook() -> str:
-    return os.environ.get("JOURNAL_RUNBOOK", "runbook.toml")
 
 
 def schedule_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]

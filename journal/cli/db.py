@@ -8,39 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
 
 from journal.cli.context import Context
 from journal.display import plural
 from journal.errors import BadInput
-
-
-def add_parser(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> None:
-    """Add ``journal db`` and its ``copy`` to the command line's subcommands ``sub``."""
-    group = sub.add_parser("db", help="the database itself: copy it to another backend")
-    group_sub = group.add_subparsers(dest="what", metavar="WHAT", parser_class=type(group))
-    group_sub.required = True
-    p = command(
-        "copy",
-        copy,
-        "copy every event (or one journal's, with --journal) to another database, then verify "
-        "it there",
-        parent=group_sub,
-    )
-    p.add_argument(
-        "--from",
-        dest="source",
-        metavar="URL|PATH",
-        help="the database to copy (default: --db)",
-    )
-    p.add_argument(
-        "--to",
-        dest="target",
-        required=True,
-        metavar="URL|PATH",
-        help="where to: empty, or holding an earlier copy of the same chain",
-    )
 
 
 def copy(ctx: Context, args: argparse.Namespace) -> int:

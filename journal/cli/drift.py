@@ -33,24 +33,6 @@ UNREAD = "unread"
 ODD = " *"
 
 
-def add_parser(sub: Any, command: Any) -> None:
-    """The `drift` command (``command`` is the parser's own helper)."""
-    p = command(
-        "drift",
-        drift,
-        "each host's torch/CUDA/NCCL/driver/packages against its group's majority "
-        "(exit 1 when a host differs)",
-    )
-    p.add_argument("--group", metavar="NAME", help="only this group of the runbook's [groups]")
-    p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="where `journal serve` answers: a drift notification links to its Hosts page "
-        "(default: the runbook's [journal] base_url)",
-    )
-
-
 def drift(ctx: Context, args: argparse.Namespace) -> int:
     base_url = base_url_of(args)
     journal = ctx.read_journal()

@@ -29,44 +29,6 @@ CHART_FILE = re.compile(r"^\d{2}-[a-z0-9-]*\.svg$")
 SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
 
 
-def add_parser(exp_sub: Any, command: Any) -> None:
-    """The `export postmortem` and `export cast` subcommands (``command`` is the parser's own
-    helper)."""
-    p = command(
-        "postmortem",
-        postmortem,
-        "the postmortem: summary, impact, timeline, changes, pitfalls, action items, lessons",
-        parent=exp_sub,
-    )
-    p.add_argument(
-        "--format",
-        choices=["md", "html", "json"],
-        help="md, html (one self-contained file) or json (default: from -o's suffix, else md)",
-    )
-    p.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
-    p.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="where `journal serve` is reached (http://host:8000): action items and failed "
-        "steps link to their run pages there",
-    )
-    p.add_argument(
-        "--since",
-        metavar="WHEN",
-        help="tell only what was recorded from WHEN on: a date (2026-11-28), a UTC date and "
-        "time (2026-11-28T09:30) or a span before now (12h, 7d, 2w)",
-    )
-    p.add_argument(
-        "--plan-run",
-        metavar="PLAN_RUN",
-        help="tell only one `journal run plan` (its id as the web's plan-run page shows it, "
-        "a unique prefix, or latest): its step runs and what was recorded while it ran",
-    )
-    p = command("cast", cast, "a step run's output as asciicast v2", parent=exp_sub)
-    p.add_argument("run_id", metavar="RUN_ID", help="the step run (a unique prefix will do)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.cast")
-
-
 def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export import postmortem as export
     from journal.export.changes import failures, read_outputs

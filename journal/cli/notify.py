@@ -5,34 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
-
-
-def add_parser(sub: Any, command: Any, parser_class: Any, sub_globals: Any) -> None:
-    """The `notify` command and its `test` (``command`` is the parser's own helper)."""
-    notify = sub.add_parser("notify", help="the runbook's [notify.NAME] webhooks")
-    notify_sub = notify.add_subparsers(dest="what", metavar="WHAT", parser_class=parser_class)
-    notify_sub.required = True
-    p = command(
-        "test",
-        test,
-        "send a sample notification to a [notify.NAME] webhook (exit 1 if not delivered)",
-        parent=notify_sub,
-    )
-    p.add_argument("name", metavar="NAME", help="the channel: a [notify.NAME] of the runbook")
-    base_url_option(p)
-
-
-def base_url_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="where `journal serve` answers (http://gpu-box:8000): notifications link to its "
-        "pages (default: the runbook's [journal] base_url)",
-    )
 
 
 def test(ctx: Context, args: argparse.Namespace) -> int:

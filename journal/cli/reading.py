@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from journal.cli import render
 from journal.cli.context import Context
+from journal.cli.parser import LOG_LIMIT
 from journal.display import figure, first_line, plural, rollback_text, seconds, when
 from journal.errors import BadInput
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
@@ -149,10 +150,6 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return code
-
-
-#: The items `journal log` shows unless told (`--limit N`; 0: all).
-LOG_LIMIT = 50
 
 
 def _since_seq(ctx: Context, journal: str, text: str | None) -> int:

@@ -15,45 +15,6 @@ from journal.errors import BadInput
 from journal.terminal import visible
 
 
-def add_parser(sub: Any, command: Any, host_options: Any, base_url_option: Any) -> None:
-    """The `rollback` command (``command`` and ``host_options`` are the parser's helpers)."""
-    p = command(
-        "rollback",
-        rollback,
-        "bring hosts back to a recorded package set (after a run or step, or before:STEP); "
-        "exit 2 when a package is available from no source (nothing run), 1 when the rollback "
-        "failed or did not reach its target",
-    )
-    p.add_argument(
-        "--to",
-        required=True,
-        metavar="RUN|STEP|before:STEP",
-        help="RUN: the packages after that run (its host's); STEP: after the latest run of "
-        "the step on each host; before:STEP: before the latest try of the step (before the "
-        "first of the failed tries right before it)",
-    )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print each host's plan (what is installed from where, removed, kept) and "
-        "record nothing",
-    )
-    p.add_argument(
-        "--format",
-        choices=["text", "json"],
-        default="text",
-        help="json: with --dry-run, the plan as one JSON document",
-    )
-    p.add_argument(
-        "--detach",
-        action="store_true",
-        help="on Ctrl-C, SIGTERM or SIGHUP, leave the command running on its hosts (then "
-        "`journal attach`) instead of stopping it",
-    )
-    host_options(p, schedule=True)
-    base_url_option(p)
-
-
 def rollback(ctx: Context, args: argparse.Namespace) -> int:
     if args.format == "json" and not args.dry_run:
         raise BadInput(

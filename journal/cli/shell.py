@@ -27,29 +27,6 @@ COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "info": "\x1b[36m"}
 RESET = "\x1b[0m"
 
 
-def add_parser(sub: Any, command: Any) -> None:
-    """The `shell` command (``command`` is the parser's helper)."""
-    p = command(
-        "shell",
-        shell,
-        "open an interactive shell on a runbook host, recording each command as a step run "
-        "(kind interactive), judged as it goes",
-    )
-    p.add_argument("--host", metavar="H", help="the runbook host (default: the only one)")
-    p.add_argument(
-        "--probe",
-        metavar="NAME",
-        help="run this probe (e.g. torch-env) after each command that installs or removes "
-        "Python packages",
-    )
-    p.add_argument("--note", metavar="TEXT", help="record this note as the session opens")
-    p.add_argument(
-        "--accept-new-host-key",
-        action="store_true",
-        help="accept (and record) an SSH host key not yet in known_hosts",
-    )
-
-
 def pick_host(runbook: Runbook, name: str | None) -> Host:
     if name:
         return runbook.host(name)

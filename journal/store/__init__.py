@@ -127,12 +127,13 @@ class EventStore:
         JSON: whatever path it came by), output chunks being redacted as they are recorded."""
         if not batch:
             return
-        batch = [self._scrubbed(event) for event in batch]
         # Payloads are serialised before the write lock is taken, so it is held for less.
-        items = [
-            (ev.type, ev.version, ev.host, ev.run_id, dump_payload(to_payload(ev)), ts)
-            for ev in batch
-        ]
+        items = []
+        for event in batch:
+            if type(event) is not OutputChunk:  # a chunk is redacted as it is recorded
+                event = self._scrubbed(event)
+            payload = dump_payload(to_payload(event))
+            items.append((event.type, event.version, event.host, event.run_id, payload, ts))
         self._append(journal, items)
 
     def append_rows(self, rows: Sequence[StoredRow]) -> None:
@@ -155,8 +156,9 @@ class EventStore:
             self.backend.import_rows(rows)
 
     def _append(self, journal: str, items: list[Item]) -> None:
-        for item in items:
-            _fits(journal, item[2])
+        _fits(journal, None)
+        for host in {item[2] for item in items}:
+            _fits(journal, host)
         with self._lock:
             self.backend.append(journal, items)
 
