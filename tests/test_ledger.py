@@ -384,8 +384,15 @@ def test_findings_resolved_across_batches_stay_resolved(
         run = f"run-{n:03d}"
         events += [
             StepStarted(run, "smoke", host, "local", "python smoke.py"),
-            OutputChunk(run, host, "stdout" if ok else "stderr", "ok\n" if ok else crash, "utf-8",
-                        3 if ok else len(crash), 0.1),
+            OutputChunk(
+                run,
+                host,
+                "stdout" if ok else "stderr",
+                "ok\n" if ok else crash,
+                "utf-8",
+                3 if ok else len(crash),
+                0.1,
+            ),
             StepFinished(run, host, "succeeded" if ok else "failed", 0 if ok else 1, 0.2),
         ]
     try:
@@ -396,5 +403,50 @@ def test_findings_resolved_across_batches_stay_resolved(
         assert shown(found) == shown(expected)
         states = {f.state for f in expected if f.id == "no-kernel-image"}
         assert states == {"resolved", "open"}
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("group", [1, 64])
+def test_a_batch_judged_in_groups_of_hosts_says_what_judging_it_at_once_says(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, group: int
+) -> None:
+    """A batch whose output is over GROUP_BYTES is judged a few hosts at a time, its output
+    read back from the store (a fleet step on 64 hosts): the findings are those of judging
+    it at once, and of a full replay. With a group of 1 byte every host is a group of its
+    own and every chunk is read back; interleaved runs of a fleet step and of the demo."""
+    db = tmp_path / "journal.db"
+    db.write_bytes(demo.read_bytes())
+    store = EventStore(str(db))
+    crash = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    events = []
+    for n in range(12):
+        host = f"gpu-{n % 4}"
+        run = f"fleet-{n:03d}"
+        events.append(StepStarted(run, "smoke", host, "local", "python smoke.py"))
+    for n in range(12):
+        run, host, ok = f"fleet-{n:03d}", f"gpu-{n % 4}", n >= 8 and n % 4 != 1
+        body = "ok\n" if ok else "line of the build\n" * 20 + crash
+        events.append(OutputChunk(run, host, "stderr", body, "utf-8", len(body), 0.1))
+    for n in range(12):
+        ok = n >= 8 and n % 4 != 1
+        host = f"gpu-{n % 4}"
+        events.append(
+            StepFinished(
+                f"fleet-{n:03d}", host, "succeeded" if ok else "failed", 0 if ok else 1, 0.2
+            )
+        )
+    try:
+        store.append(DEMO, events)
+        at_once = Ledger(store, DEMO, never_alive).findings()
+        store.engine.dispose()
+        fresh = EventStore(str(db))
+        ProjectionCache(fresh.engine).drop(DEMO, PROJECTION)
+        monkeypatch.setattr(ledger_module, "GROUP_BYTES", group)
+        grouped = Ledger(fresh, DEMO, never_alive).findings()
+        expected, _ = replayed_findings(fresh, DEMO)
+        fresh.close()
+        assert shown(grouped) == shown(at_once) == shown(expected)
+        assert {f.state for f in grouped if f.id == "no-kernel-image"} == {"open", "resolved"}
     finally:
         store.close()

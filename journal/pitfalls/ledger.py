@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from journal.events import StepStarted
+from journal.events import OutputChunk, StepStarted
 from journal.mapper import Recorded
 from journal.pitfalls import SEVERITIES, judge
 from journal.pitfalls.acks import TYPES as ACK_TYPES
@@ -49,7 +49,7 @@ from journal.pitfalls.subjects import from_journal
 from journal.projections.stored import Moved, StoredProjection
 from journal.reading.bench import Figure, figures
 from journal.reading.subject import Run, Subject
-from journal.reading.window import Window
+from journal.reading.window import Skipped, Window
 from journal.runs import CUT_OFF, RUNNING, UNFINISHED, Alive
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
@@ -57,6 +57,65 @@ from journal.store.cache import Head, ProjectionCache
 PROJECTION = "findings"
 #: Events folded at a time when the whole journal is judged again.
 BATCH = 5_000
+#: The most output a batch holds before its chunks are dropped as read (kept as
+#: :class:`_Held` marks) and its runs judged in groups of hosts, each group's output read
+#: back from the store: a fleet step of 64 hosts printing 20,000 lines each is judged a few
+#: hosts at a time, not holding every host's output (and its text, and its line index) at once.
+GROUP_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Held:
+    """An output chunk of a batch not held (the batch's output was over GROUP_BYTES): read
+    back from the store when its run's group is judged."""
+
+    run: str
+    host_name: str | None
+    size: int
+    type = "Held"
+
+    @property
+    def run_id(self) -> str:
+        return self.run
+
+    @property
+    def host(self) -> str | None:
+        return self.host_name
+
+
+class _Batch(Window):
+    """A batch's records as :class:`Window` keeps them, its output chunks dropped for
+    :class:`_Held` marks once it holds more than GROUP_BYTES of output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.output = 0
+        self.light = False
+
+    def add(self, rec: Recorded) -> None:
+        event = rec.event
+        if not isinstance(event, OutputChunk):
+            self.records.append(rec)
+            return
+        if not self.light:
+            self.output += event.size
+            if self.output <= GROUP_BYTES:
+                super().add(rec)
+                return
+            self.light = True
+            self.records = [_held(r) for r in self.records]
+        self.records.append(_held(rec))
+
+
+def _held(rec: Recorded) -> Recorded:
+    event = rec.event
+    if isinstance(event, OutputChunk):
+        mark = _Held(event.run, event.host_name, event.size)
+        return Recorded(rec.seq, rec.journal, rec.ts, mark, rec.hash)  # type: ignore[arg-type]
+    if isinstance(event, Skipped):
+        mark = _Held(event.run, None, 0)
+        return Recorded(rec.seq, rec.journal, rec.ts, mark, rec.hash)  # type: ignore[arg-type]
+    return rec
 
 
 def version() -> str:
@@ -183,9 +242,7 @@ class Ledger(StoredProjection):
                     ids.add(target)
         wanted = set(ids)
         if wanted:
-            lists = self.rows(
-                key for key in self.keys("open:") if key.rsplit(":", 1)[1] in wanted
-            )
+            lists = self.rows(key for key in self.keys("open:") if key.rsplit(":", 1)[1] in wanted)
             for pairs in lists.values():
                 for row, key in pairs:
                     refs.setdefault(row, set()).add(key)
@@ -219,13 +276,13 @@ class Ledger(StoredProjection):
         state = _State(self, fresh)
         folded = Folded(start)
         # each batch keeps the head and tail of a long output only (journal.reading.window)
-        batch = Window()
+        batch = _Batch()
         for rec in self.store.read(self.journal, after=start):
             batch.add(rec)
             if len(batch.records) >= BATCH:
-                state.fold(batch.records, folded, final=False)
-                batch = Window()
-        state.fold(batch.records, folded, final=True)
+                state.fold(batch.records, folded, final=False, light=batch.light)
+                batch = _Batch()
+        state.fold(batch.records, folded, final=True, light=batch.light)
         if not state.changed and not fresh:
             return folded
         if not self.save(folded.seq, state.changed, since=head, anew=fresh):
@@ -283,8 +340,9 @@ class _State:
 
     # -- one batch ---------------------------------------------------------------------------
 
-    def fold(self, batch: list[Recorded], folded: Folded, final: bool) -> None:
-        ledger = self.ledger
+    def fold(self, batch: list[Recorded], folded: Folded, final: bool, light: bool = False) -> None:
+        """Judge a batch of records: at once, or (``light``: its output was not held) in
+        groups of hosts, each group's output read back from the store."""
         pending: list[str] = list(self.row("pending") or [])
         if batch:
             folded.seq = batch[-1].seq
@@ -292,6 +350,48 @@ class _State:
         started = {r.event.run for r in batch if isinstance(r.event, StepStarted)}
         late = {r.event.run_id for r in batch if r.event.run_id} - started
         late |= set(pending) if final else set()
+        new: set[str] = set()
+        running: set[str] = set()
+        groups = _groups(batch, late, self.ledger.store, self.ledger.journal) if light else None
+        for records, group_late in groups or [(batch, late)]:
+            if light:
+                records = self._read_back(records, group_late, batch[0].seq if batch else 0, upto)
+            judged, still = self._judge(records, group_late, folded, final, upto)
+            new |= judged
+            running |= still
+        still_pending = sorted(running | (set(pending) - new))
+        if still_pending != pending:
+            self.put("pending", still_pending)
+        self._settle()
+
+    def _read_back(
+        self, records: list[Recorded], late: set[str], first: int, upto: int
+    ) -> list[Recorded]:
+        """A group's records with its runs' output chunks in the batch read back (through a
+        window) where they were held as marks (those of runs read whole later left out)."""
+        marks: dict[str, dict[int, Recorded]] = {}
+        out = []
+        for rec in records:
+            if not isinstance(rec.event, _Held):
+                out.append(rec)
+            elif rec.event.run not in late:
+                marks.setdefault(rec.event.run, {})[rec.seq] = rec
+        for run, held in marks.items():
+            window = Window()
+            for seq, chunk in self.ledger.store.output_chunks(run, after=first - 1, upto=upto):
+                mark = held.get(seq)
+                if mark is not None:
+                    window.add(Recorded(seq, mark.journal, mark.ts, chunk, mark.hash))
+            out += window.records
+        out.sort(key=lambda r: r.seq)
+        return out
+
+    def _judge(
+        self, batch: list[Recorded], late: set[str], folded: Folded, final: bool, upto: int
+    ) -> tuple[set[str], set[str]]:
+        """Judge these records (the runs in ``late`` read whole from the store); the runs
+        judged, and those of them still running."""
+        ledger = self.ledger
         records = [r for r in batch if r.event.run_id not in late]
         for run in sorted(late):
             window = Window().extend(
@@ -301,7 +401,7 @@ class _State:
         records.sort(key=lambda r: r.seq)
         self._acks(records)
         if not records:
-            return
+            return set(), set()
         subject, _ = from_journal(ledger.journal, records, ledger.alive)
         running = {run.key for run in subject.runs if run.status in (RUNNING, UNFINISHED)}
         if not final:
@@ -355,10 +455,7 @@ class _State:
         for key, found in rows.items():
             self._save_run(key, found, life, anew=key[4:] in new)
         self._contexts(contexts, done_runs, trusted, life)
-        still = sorted(running | (set(pending) - new))
-        if still != pending:
-            self.put("pending", still)
-        self._settle()
+        return new, running
 
     def _acks(self, records: list[Recorded]) -> None:
         """Fold the acknowledgements among ``records`` into the stored book."""
@@ -458,6 +555,48 @@ class _State:
                 if where == host:
                     context.resolved[id] = key
             self.put(host_key(host), context.to_json())
+
+
+def _groups(
+    batch: list[Recorded], late: set[str], store: EventStore, journal: str
+) -> list[tuple[list[Recorded], set[str]]]:
+    """A batch's records (and its runs to read whole) in groups of hosts, in the order the
+    hosts first come, each group of at most GROUP_BYTES of output (a host over it alone):
+    detectors judge a host's runs with its own past only (its context row), so the groups
+    are judged one after the other as the batch would be at once."""
+    hosts: dict[str, str | None] = {}
+    for rec in batch:
+        run, host = rec.event.run_id, rec.event.host
+        if run and host is not None:
+            hosts.setdefault(run, host)
+    for run in sorted(late - hosts.keys()):  # a run still running, none of it in the batch
+        for rec in store.read(journal, run_id=run, types=[StepStarted.type]):
+            hosts[run] = rec.event.host
+    by_host: dict[str | None, list[Recorded]] = {}
+    size: dict[str | None, int] = {}
+    runs_of: dict[str | None, set[str]] = {}
+    for run in late:
+        by_host.setdefault(hosts.get(run), [])
+        runs_of.setdefault(hosts.get(run), set()).add(run)
+    for rec in batch:
+        event = rec.event
+        run = event.run_id
+        host = hosts.get(run, event.host) if run else event.host
+        by_host.setdefault(host, []).append(rec)
+        if isinstance(event, _Held):
+            size[host] = size.get(host, 0) + event.size
+    groups: list[tuple[list[Recorded], set[str]]] = []
+    held = GROUP_BYTES + 1
+    for host, records in by_host.items():
+        if held + size.get(host, 0) > GROUP_BYTES:
+            groups.append(([], set()))
+            held = 0
+        held += size.get(host, 0)
+        groups[-1][0].extend(records)
+        groups[-1][1].update(runs_of.get(host, set()))
+    for records, _ in groups:
+        records.sort(key=lambda r: r.seq)
+    return groups
 
 
 def _with_event(found: Finding, events: dict[str, int | None]) -> Finding:
