@@ -4,17 +4,19 @@ Target (issue 29): on a journal of 100,000 events, at least 0.5x the requests pe
 of a fresh journal, with the server's peak RSS at most 150 MB.
 
 Two journals, each served by its own `journal serve` (waitress), after its stored
-projections are made by `journal rebuild` and one request has warmed the server:
-
-- a fresh one: bench/history.py's journal of 10 events;
-- a long one: bench/history.py's journal of 100,000 events (``--events`` changes it).
+projections are made by `journal rebuild` and one request has warmed the server. With
+``--shape real`` (the default), bench/readers.py's journals of real runs: the fresh one is its
+seed (real `journal run` steps with package snapshots and torch-env probes on 4 hosts, plus
+imported GPU sessions), the long one the same runs replayed on 10 hosts to 100,000 events.
+With ``--shape synthetic``, bench/history.py's journals of 10 and 100,000 events.
 
 Each client loops over what a team's browsers ask for: the journal's page, its findings
 page, and one of the latest step runs' pages, until the time is up. Printed: requests per
 second, the median and 99th percentile latency, errors, and the server's peak RSS (from
 /proc: VmHWM), then the ratio long / fresh.
 
-Run: ``.venv/bin/python bench/web_clients.py [--clients 20] [--seconds 30] [--events 100000]``.
+Run: ``.venv/bin/python bench/web_clients.py [--shape real|synthetic] [--clients 20] [--seconds 30]
+[--events 100000]``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.history import JOURNAL, cached  # noqa: E402
+from bench import history, readers  # noqa: E402
 from tests.browsing import free_port  # noqa: E402
 
 RATIO_TARGET = 0.5
@@ -59,8 +61,9 @@ def _get(url: str) -> tuple[float, bool]:
     return time.perf_counter() - started, ok
 
 
-def served(db: Path, clients: int, seconds: float) -> dict[str, float]:
-    """The figures of ``clients`` readers of ``db`` for ``seconds``."""
+def served(db: Path, name: str, clients: int, seconds: float) -> dict[str, float]:
+    """The figures of ``clients`` readers of the journal ``name`` of ``db`` for
+    ``seconds``."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     journal = [sys.executable, "-m", "journal", "--db", str(db)]
@@ -76,9 +79,9 @@ def served(db: Path, clients: int, seconds: float) -> dict[str, float]:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit("journal serve did not answer")
             time.sleep(0.2)
-        page = urllib.request.urlopen(f"{base}/j/{JOURNAL}", timeout=120).read().decode()
-        runs = list(dict.fromkeys(re.findall(rf'href="(/j/{JOURNAL}/run/\w+)"', page)))[:20]
-        paths = [f"/j/{JOURNAL}", f"/j/{JOURNAL}/findings", *runs]
+        page = urllib.request.urlopen(f"{base}/j/{name}", timeout=120).read().decode()
+        runs = list(dict.fromkeys(re.findall(rf'href="(/j/{name}/run/\w+)"', page)))[:20]
+        paths = [f"/j/{name}", f"/j/{name}/findings", *runs]
         for path in paths:  # warmed once: the figures are of readers, not of the first fold
             _get(base + path)
         latencies: list[float] = []
@@ -115,8 +118,21 @@ def served(db: Path, clients: int, seconds: float) -> dict[str, float]:
         proc.wait(timeout=30)
 
 
+def journal_of(shape: str, cache: Path, events: int, work: Path) -> tuple[Path, str]:
+    """The cached journal of ``shape`` of about ``events`` events (0: the fresh one), and
+    its name."""
+    if shape == "synthetic":
+        return history.cached(cache, events or 10), history.JOURNAL
+    seed, venvs, has_torch = readers.seed_db(cache)
+    if not events:
+        return seed, readers.JOURNAL
+    rb = readers.runbook(work / "runbook.toml", readers.FLEET, venvs, readers.expect(has_torch))
+    return readers.grown_db(cache, seed, events, rb)[0], readers.JOURNAL
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", choices=("real", "synthetic"), default="real")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--events", type=int, default=100_000)
@@ -125,10 +141,11 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="journal-web-clients-"))
     figures = {}
     try:
-        for label, events in (("fresh", 10), (f"{args.events:,} events", args.events)):
+        for label, events in (("fresh", 0), (f"{args.events:,} events", args.events)):
             db = work / f"{events}.db"
-            shutil.copy(cached(args.cache, events), db)
-            figures[label] = f = served(db, args.clients, args.seconds)
+            source, name = journal_of(args.shape, args.cache, events, work)
+            shutil.copy(source, db)
+            figures[label] = f = served(db, name, args.clients, args.seconds)
             print(
                 f"{label:>16}: {f['rps']:6.1f} requests/s, p50 {f['p50'] * 1000:6.0f} ms, "
                 f"p99 {f['p99'] * 1000:6.0f} ms, {f['errors']:.0f} errors, "

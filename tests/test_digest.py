@@ -21,9 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from journal.events import (
-    ProbeRecorded,
-)
+from journal.events import ProbeRecorded, StepFinished, StepStarted
 from journal.projections import stored
 from journal.projections.digest import Digest, digest
 from journal.projections.drift import EVENT_TYPES, fold
@@ -32,11 +30,12 @@ from journal.projections.folder import settle
 from journal.projections.imported import imported_hosts
 from journal.projections.progress import HostState, progress
 from journal.projections.timeline import project
+from journal.runs import FAILURES
 from journal.service.findings import findings, open_findings, tally
 from journal.service.story import story
 from journal.store import EventStore
 from journal.store.cache import ProjectionCache
-from tests.conftest import crash_runs, demo_with_transcript
+from tests.conftest import DEAD_PID, crash_runs, demo_with_transcript
 from tests.helpers import journal, text
 
 
@@ -197,3 +196,38 @@ def json_of(db: Path, runbook: Path, *args: str) -> dict:
     done = journal("log", "--format", "json", *args, db=db, runbook=runbook)
     assert done.returncode == 0, text(done.stderr)
     return json.loads(done.stdout)
+
+
+def test_log_failed_pages_the_failed_runs_and_a_lost_one_among_them(
+    demo_journal: tuple[Path, Path], tmp_path: Path
+) -> None:
+    db = demo_with_transcript(demo_journal, tmp_path)
+    runbook = demo_journal[1]
+    store = EventStore(str(db))
+    try:
+        name = next(iter(store.read())).journal
+        first = next(r.event for r in store.read(name) if r.event.type == "StepStarted")
+        host, step = first.host_name, first.step
+        failures = []
+        for run, on in (("fail-1", host), ("fail-2", "gpu-box"), ("fail-3", host)):
+            failures += [
+                StepStarted(run, step, on, "local", "false", pid=DEAD_PID, machine="x"),
+                StepFinished(run, on, "failed", 1, 0.1),
+            ]
+        store.append(name, [*failures, *crash_runs(host, step, "other", first_ts(store))])
+    finally:
+        store.close()
+    every = json_of(db, runbook, "--limit", "0")["items"]
+    failed = [i for i in every if i["kind"] == "run" and i["status"] in FAILURES]
+    assert [i["run"] for i in failed] == ["crash-lost", "fail-3", "fail-2", "fail-1"]
+    whole = json_of(db, runbook, "--failed", "--limit", "0")
+    assert whole["items"] == failed and whole["total"] == len(failed)
+    page = json_of(db, runbook, "--failed", "--limit", "2")
+    assert page["items"] == failed[:2] and page["total"] == len(failed)
+    mine = json_of(db, runbook, "--failed", "--host", host, "--limit", "1")
+    theirs = [i for i in failed if i["host"] == host]
+    assert mine["items"] == theirs[:1] and mine["total"] == len(theirs)
+
+
+def first_ts(store: EventStore) -> str:
+    return next(iter(store.read())).ts

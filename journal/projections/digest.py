@@ -127,13 +127,22 @@ class Digest:
         :class:`journal.cli.render.Filter`) keeps, recorded from the event ``since`` on, in
         timeline order; and how many it keeps in all."""
         start = f"{since:012d}" if since else ""
-        if keep.failed:  # failed runs are few: every one read, and those not ended settled
-            refs = self._refs("f:", 0, start)
+        if keep.failed:
+            # the runs not ended are few: each settled, and kept where it failed (lost)
             ended = self.state.rows(f"r:{r}" for r in self.unfinished)
-            refs += [(pos(k), k) for k in ended.values() if pos(k) >= start]
-            found = [i for i in self.items(k for _, k in sorted(refs)) if keep.item(i)]
-            self._failed[keep] = len(found)
-            return (found[-limit:] if limit else found), len(found)
+            keys = [k for k in ended.values() if pos(k) >= start]
+            unended = [(pos(k), k) for k in keys if any(map(keep.item, self.items([k])))]
+            if keep.host is None and keep.step is None:  # every run in f: is kept: paged
+                refs = sorted(self._refs("f:", limit, start) + unended)
+                found = self.items(k for _, k in (refs[-limit:] if limit else refs))
+                total = self.count("f:", start) + len(unended)
+            else:  # a host's or a step's failed runs: every failed run read, those kept
+                refs = sorted(self._refs("f:", 0, start) + unended)
+                found = [i for i in self.items(k for _, k in refs) if keep.item(i)]
+                total = len(found)
+                found = found[-limit:] if limit else found
+            self._failed[keep] = total
+            return found, total
         if keep.step:
             lists = [f"p:{keep.host}{SEP}{keep.step}{SEP}" if keep.host else f"t:{keep.step}{SEP}"]
         elif keep.host:
