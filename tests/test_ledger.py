@@ -30,6 +30,7 @@ from journal.mapper import Recorded
 from journal.pitfalls import ledger as ledger_module
 from journal.pitfalls.base import Finding, Tally
 from journal.pitfalls.ledger import PROJECTION, Ledger
+from journal.projections.drift import EVENT_TYPES
 from journal.service.findings import replayed_findings
 from journal.store import EventStore
 from journal.store.cache import Head, ProjectionCache
@@ -225,6 +226,14 @@ def test_rebuild_refills_it_and_verify_never_reads_it(demo: Path, tmp_path: Path
     store = EventStore(str(db))
     try:
         assert shown(Ledger(store, DEMO).findings()) == right
+        # every stored projection is made again, the drift's readings too: `journal drift`
+        # after a rebuild reads no event
+        cache = ProjectionCache(store.engine)
+        for name in (PROJECTION, "timeline"):
+            made = cache.head(DEMO, name)
+            assert made is not None and made.seq == store.last_seq(DEMO), name
+        made = cache.head(DEMO, "drift")
+        assert made is not None and not list(store.read(DEMO, types=EVENT_TYPES, after=made.seq))
     finally:
         store.close()
 

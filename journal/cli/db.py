@@ -115,6 +115,7 @@ def anchor(ctx: Context, args: argparse.Namespace) -> int:
 def rebuild(ctx: Context, args: argparse.Namespace) -> int:
     from journal.pitfalls.ledger import Ledger
     from journal.projections.digest import Digest
+    from journal.projections.drift.kept import current_readings
     from journal.projections.stored import brought_up
     from journal.store.cache import ProjectionCache
 
@@ -126,6 +127,7 @@ def rebuild(ctx: Context, args: argparse.Namespace) -> int:
     ProjectionCache(ctx.store.engine).drop()
     for journal in ctx.store.journals():
         brought_up(ctx.store, journal, anew=True)
+        current_readings(ctx.store, journal)  # what `journal drift` and the hosts page read
         timeline = Digest(ctx.store, journal)
         total += timeline.events
         counts = timeline.status_counts()
