@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 
 from journal.events import StepFinished, StepStarted
+from journal.export.chart import charts_of
+from journal.projections.metrics import change_steps
 from journal.projections.timeline import StepRunView
 from journal.store import EventStore
 from journal.web import create_app, state
+from journal.web.throughput import change_rows, count_series
 from tests.conftest import DEAD_PID, crash_runs, demo_with_transcript
 
 
@@ -89,7 +92,7 @@ def test_pages_of_a_few_items_never_hold_the_whole_journal(db: Path) -> None:
         assert shown.status_code == 200, run
     retry = client.get(f"/j/{name}/run/try-1").text
     assert "try-2" in retry  # its retry is linked
-    for path in ("findings", "hosts", "story"):
+    for path in ("findings", "hosts", "story", "throughput"):
         assert client.get(f"/j/{name}/{path}").status_code == 200, path
     assert client.get(f"/j/{name}/run/nothing").status_code == 404
     assert states._folds == {}  # no page above folded the whole journal
@@ -102,6 +105,24 @@ def test_pages_of_a_few_items_never_hold_the_whole_journal(db: Path) -> None:
     states.fold_idle_s = 0.0
     client.get(f"/j/{name}/findings")
     assert name not in states._folds  # let go once no page asked for it
+
+
+def test_the_throughput_page_charts_and_compares_what_the_whole_timeline_does(db: Path) -> None:
+    app = create_app({"DB": str(db)})
+    states = app.extensions["journal"]
+    name = states.journals()[0]
+    whole, kept = states.get(name), states.stored(name)
+    assert whole is not None and kept is not None
+    briefs = kept.figures()
+    assert briefs.metrics == whole.timeline.metrics and len(briefs.metrics) > 2
+    rows = change_rows(briefs)
+    assert rows == change_rows(whole.timeline) and any(r.change is not None for r in rows)
+    # the steps between two figures, named on the page: the same runs, in the same order
+    assert [(r.run_id, r.step, r.host, r.seq) for r in change_steps(briefs)] == [
+        (r.run_id, r.step, r.host, r.seq) for r in change_steps(whole.timeline)
+    ]
+    assert [c.svg for c in charts_of(briefs)] == [c.svg for c in charts_of(whole.timeline)]
+    assert count_series(briefs) == count_series(whole.timeline)
 
 
 def _items(html: str) -> list[str]:

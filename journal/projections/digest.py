@@ -98,6 +98,22 @@ class Digest:
         found = [of_plain(MetricView, d) for _, d in self.all("M:")]
         return sorted(found, key=lambda m: m.seq)
 
+    def figures(self) -> Timeline:
+        """A timeline of the journal's figures alone: every figure, and every step run in brief
+        (its id, step, host, seq, start, benchmark and figures; nothing it printed, probed or
+        snapshotted), what the throughput page charts and compares."""
+        metrics = self.metrics()
+        of_run: dict[str, list[MetricView]] = {}
+        for metric in metrics:
+            if metric.run:
+                of_run.setdefault(metric.run, []).append(metric)
+        runs = [_brief(row, of_run.get(row["r"], [])) for _, row in self.all("c:")]
+        timeline = Timeline(self.journal, plan=self.plan, hosts=self.hosts, items=list(runs))
+        timeline.runs = {run.run_id: run for run in runs}
+        timeline.metrics = metrics
+        timeline.events, timeline.last_ts = self.events, self.last_ts
+        return timeline
+
     # -- runs --------------------------------------------------------------------------------
 
     def items(self, keys: Iterable[str]) -> list[TimelineItem]:
@@ -366,6 +382,14 @@ class Digest:
 
     def unmoved(self) -> None:
         self.state.unmoved(self.head)
+
+
+def _brief(row: dict[str, Any], metrics: list[MetricView]) -> StepRunView:
+    """A step run in brief, as its ``c:`` index row holds it (:meth:`Digest.figures`)."""
+    return StepRunView(
+        row["r"], row["s"], row["h"], "", "", {}, None, row["q"], row["t"], 0, "", None,
+        False, [], benchmark=row["b"], metrics=metrics,
+    )  # fmt: skip
 
 
 def digest(store: Any, journal: str, reader: Callable[[Digest], _T]) -> _T:

@@ -16,7 +16,9 @@ so that a later save of the item deletes those that no longer hold):
 - the story's facts, in the order its fold meets them: ``d:HOST␟POS`` a stack reading,
   ``g:HOST␟KIND␟POS`` a good read of packages or of a reading probe, ``m:HOST␟KIND␟POS`` one that
   failed, ``n:HOST␟POS`` a run's first package snapshot, ``x:HOST␟POS`` a transcript reading;
-- ``M:POS`` each figure (the headline's series).
+- ``M:POS`` each figure (the headline's series, the throughput page's figures);
+- ``c:POS`` each step run in brief (run, step, host, seq, start, benchmark): the runs the
+  throughput page marks on its charts and names between two figures.
 
 ``POS`` is the item's place as fixed-width digits (:func:`pos`), then a number within the item:
 keys of one prefix sort in timeline order under any collation.
@@ -101,6 +103,14 @@ def rows_of(
         out[f"r:{item.run_id}"] = key
         out[f"p:{item.host}{SEP}{item.step}{SEP}{at}"] = {"k": key, "s": status}
         out[f"t:{item.step}{SEP}{at}"] = key
+        out[f"c:{at}"] = {
+            "r": item.run_id,
+            "s": item.step,
+            "h": item.host,
+            "q": item.seq,
+            "t": item.started,
+            "b": item.benchmark,
+        }
         out[f"{'I' if item.imported else 'H'}:{item.host}{SEP}{at}"] = key
         if status in FAILURES:
             out[f"f:{at}"] = key

@@ -171,6 +171,7 @@ class StoredState(JournalState):
     digest: Digest | None = field(default=None, repr=False)
     #: the pages of newest items shown of it, by how many
     pages: dict[int, StoredState] = field(default_factory=dict, repr=False)
+    _figures: Timeline | None = field(default=None, repr=False)
 
     @property
     def index(self) -> Digest:
@@ -192,6 +193,13 @@ class StoredState(JournalState):
 
     def open_counts(self) -> dict[str, int] | None:
         return counts(self.findings)
+
+    def figures(self) -> Timeline:
+        """The journal's figures and its step runs in brief (:meth:`Digest.figures`): what
+        the throughput page charts and compares, read once for this state."""
+        if self._figures is None:
+            self._figures = self.index.figures()
+        return self._figures
 
     def run(self, run_id: str) -> StepRunView | None:
         return self.timeline.runs.get(run_id)

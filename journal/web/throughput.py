@@ -31,7 +31,7 @@ from journal.projections.metrics import changes as changes_of
 from journal.projections.timeline import MetricView, Timeline
 from journal.projections.verdict import NOISE_PERCENT, summary
 from journal.web.output import page_of
-from journal.web.state import journal_or_404
+from journal.web.state import stored_or_404
 from journal.web.templating import wants_fragment
 
 bp = Blueprint("throughput", __name__, url_prefix="/j/<journal>/throughput")
@@ -235,8 +235,8 @@ def headline_figures(metrics: list[MetricView]) -> tuple[list[MetricView], int]:
 
 @bp.get("")
 def page(journal: str) -> str:
-    state = journal_or_404(journal)
-    timeline = state.timeline
+    state = stored_or_404(journal)
+    timeline = state.figures()
     context = {
         "state": state,
         "journal": journal,
