@@ -10,6 +10,7 @@ serves it): no request of any kind may leave it, whatever a host printed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -68,6 +69,15 @@ def environment() -> Environment:
 
 def render(doc: dict[str, Any]) -> str:
     """The HTML document."""
+    parts: list[str] = []
+    write(doc, parts.append)
+    return "".join(parts)
+
+
+def write(doc: dict[str, Any], out: Callable[[str], Any]) -> None:
+    """Write the HTML document to ``out`` as the template makes it (its long lists an item
+    at a time, where they are :class:`~journal.streamed.Lazy`)."""
     charts = [{**chart, "svg": Markup(chart["svg"])} for chart in doc["charts"]]
     template = environment().get_template("export/postmortem.html")
-    return template.render(doc=doc, charts=charts, policy=POLICY)
+    for part in template.generate(doc=doc, charts=charts, policy=POLICY):
+        out(part)
