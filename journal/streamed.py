@@ -63,14 +63,15 @@ def write_json(
     value: Any,
     *,
     ensure_ascii: bool = True,
+    allow_nan: bool = True,
     plain: Callable[[Any], Any] = lambda value: value,
     level: int = 0,
 ) -> None:
-    """Write ``value`` as ``json.dumps(value, indent=2, ensure_ascii=ensure_ascii)`` writes it
-    held whole (no newline after it), each lazy list an item at a time; ``plain`` is applied to
-    each part dumped (the postmortem's NaN as None)."""
+    """Write ``value`` as ``json.dumps(value, indent=2, ensure_ascii=ensure_ascii,
+    allow_nan=allow_nan)`` writes it held whole (no newline after it), each lazy list an item
+    at a time; ``plain`` is applied to each part dumped (the postmortem's NaN as None)."""
     if not _lazy_inside(value):
-        text = json.dumps(plain(value), indent=2, ensure_ascii=ensure_ascii, allow_nan=False)
+        text = json.dumps(plain(value), indent=2, ensure_ascii=ensure_ascii, allow_nan=allow_nan)
         write(text.replace("\n", "\n" + "  " * level) if level and "\n" in text else text)
         return
     inner = "\n" + "  " * (level + 1)
@@ -81,13 +82,27 @@ def write_json(
         write("{")
         for i, (key, item) in enumerate(value.items()):
             write(("," if i else "") + inner + json.dumps(key, ensure_ascii=ensure_ascii) + ": ")
-            write_json(write, item, ensure_ascii=ensure_ascii, plain=plain, level=level + 1)
+            write_json(
+                write,
+                item,
+                ensure_ascii=ensure_ascii,
+                allow_nan=allow_nan,
+                plain=plain,
+                level=level + 1,
+            )
         write("\n" + "  " * level + "}")
         return
     first = True
     for item in value:
         write(("[" if first else ",") + inner)
-        write_json(write, item, ensure_ascii=ensure_ascii, plain=plain, level=level + 1)
+        write_json(
+            write,
+            item,
+            ensure_ascii=ensure_ascii,
+            allow_nan=allow_nan,
+            plain=plain,
+            level=level + 1,
+        )
         first = False
     write("[]" if first else "\n" + "  " * level + "]")
 

@@ -11,6 +11,7 @@ the HTML export holds every chart).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -71,6 +72,8 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
                 findings_of,
                 base_url=base_url,
                 part=part or None,
+                keep=compact,
+                made=json.loads,
             )
         except export.Empty:
             raise BadInput(
@@ -101,6 +104,12 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
         f"{found} pitfall{'' if found == 1 else 's'}, {len(doc['timeline'])} timeline items)"
     )
     return 0
+
+
+def compact(entry: dict[str, Any]) -> str:
+    """A change entry held as compact JSON until it is written (:func:`json.loads` makes it
+    again as it was: its keys are text, its numbers round-trip)."""
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
 
 
 def _since(text: str | None) -> str | None:

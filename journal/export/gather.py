@@ -32,7 +32,7 @@ from journal.reading.installs import requests
 from journal.runs import DONE
 
 #: Items read from the stored timeline at a time.
-BATCH_ITEMS = 500
+BATCH_ITEMS = 200
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from functools import cache
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup
 
 from journal.export import wording
 from journal.resources import folder
@@ -74,10 +73,21 @@ def render(doc: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+class _Svg:
+    """A chart's SVG as markup (:mod:`journal.export.chart` escapes every text in it), not
+    copied as :class:`Markup` would copy it: a long journal's charts are megabytes."""
+
+    def __init__(self, svg: str) -> None:
+        self.svg = svg
+
+    def __html__(self) -> str:
+        return self.svg
+
+
 def write(doc: dict[str, Any], out: Callable[[str], Any]) -> None:
     """Write the HTML document to ``out`` as the template makes it (its long lists an item
     at a time, where they are :class:`~journal.streamed.Lazy`)."""
-    charts = [{**chart, "svg": Markup(chart["svg"])} for chart in doc["charts"]]
+    charts = [{**chart, "svg": _Svg(chart["svg"])} for chart in doc["charts"]]
     template = environment().get_template("export/postmortem.html")
     for part in template.generate(doc=doc, charts=charts, policy=POLICY):
         out(part)

@@ -526,7 +526,7 @@ def write(
     """Write the document in one of :data:`FORMATS` to ``out`` as it is made: its long lists
     (:class:`~journal.streamed.Lazy`) an item at a time."""
     if fmt == "json":
-        write_json(out, doc, ensure_ascii=False, plain=_finite)
+        write_json(out, doc, ensure_ascii=False, allow_nan=False, plain=_finite)
         out("\n")
         return
     if fmt == "html":

@@ -119,7 +119,7 @@ def _held(rec: Recorded) -> Recorded:
 
 
 #: Findings read at a time when every one is listed in order (:class:`Listing`).
-BATCH_FINDINGS = 500
+BATCH_FINDINGS = 200
 
 
 def version() -> str:
