@@ -254,3 +254,31 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
     monkeypatch.setattr(recorder, "time", types.SimpleNamespace(monotonic=fake.monotonic))
     return fake
+
+
+def crashed_demo(demo: tuple[Path, Path], folder: Path, retried: bool = False) -> Path:
+    """:func:`demo_with_transcript` with the :func:`crash_runs` of its first run's step and
+    host appended (the pasted command dated in the middle of the steps); ``retried``: first a
+    failed try of that step, then its retry that succeeded (the first try is what `rollback
+    --to before:STEP` names)."""
+    from journal.events import StepFinished, StepStarted
+    from journal.store import EventStore
+
+    path = demo_with_transcript(demo, folder)
+    store = EventStore(str(path))
+    try:
+        name = next(iter(store.read())).journal
+        opened = [r for r in store.read(name) if r.event.type == "StepStarted"]
+        first = opened[0].event
+        host, step = first.host_name, first.step
+        tries = [
+            StepStarted("try-1", step, host, "local", "false", pid=DEAD_PID, machine="x"),
+            StepFinished("try-1", host, "failed", 1, 0.1),
+            StepStarted("try-2", step, host, "local", "true", pid=DEAD_PID, machine="x"),
+            StepFinished("try-2", host, "succeeded", 0, 0.1),
+        ]
+        crashed = crash_runs(host, step, "other", opened[len(opened) // 2].ts)
+        store.append(name, [*(tries if retried else []), *crashed])
+    finally:
+        store.close()
+    return path

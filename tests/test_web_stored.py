@@ -16,40 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from journal.events import StepFinished, StepStarted
 from journal.export.chart import charts_of
 from journal.projections.metrics import change_steps
 from journal.projections.timeline import StepRunView
-from journal.store import EventStore
 from journal.web import create_app, state
 from journal.web.throughput import change_rows, count_series
-from tests.conftest import DEAD_PID, crash_runs, demo_with_transcript
+from tests.conftest import crashed_demo
 
 
 @pytest.fixture(scope="module")
 def db(demo_journal: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = demo_with_transcript(demo_journal, tmp_path_factory.mktemp("web-stored"))
-    store = EventStore(str(path))
-    try:
-        name = next(iter(store.read())).journal
-        opened = [r for r in store.read(name) if r.event.type == "StepStarted"]
-        first = opened[0].event
-        host, step = first.host_name, first.step
-        store.append(
-            name,
-            [
-                # a failed try, then its retry that succeeded: the first try is what
-                # `rollback --to before:STEP` names
-                StepStarted("try-1", step, host, "local", "false", pid=DEAD_PID, machine="x"),
-                StepFinished("try-1", host, "failed", 1, 0.1),
-                StepStarted("try-2", step, host, "local", "true", pid=DEAD_PID, machine="x"),
-                StepFinished("try-2", host, "succeeded", 0, 0.1),
-                *crash_runs(host, step, "other", opened[len(opened) // 2].ts),
-            ],
-        )
-    finally:
-        store.close()
-    return path
+    return crashed_demo(demo_journal, tmp_path_factory.mktemp("web-stored"), retried=True)
 
 
 def _ids(runs: tuple[StepRunView | None, ...]) -> list[str | None]:

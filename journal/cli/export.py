@@ -11,9 +11,11 @@ the HTML export holds every chart).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from journal.cli.context import Context, base_url_of
@@ -31,9 +33,9 @@ SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
 
 def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export import postmortem as export
-    from journal.export.changes import failures, read_outputs
-    from journal.projections.period import Part, cut
-    from journal.service.findings import findings_in, journal_findings
+    from journal.export.gather import items_of, plan_runs_of, stored
+    from journal.projections.digest import Digest, digest
+    from journal.projections.period import Part
 
     base_url = base_url_of(args)
     output = output_file(Path(args.output), "the postmortem") if args.output else None
@@ -41,39 +43,60 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     journal = ctx.read_journal()
     ctx.require_db()
     since = _since(args.since)
-    findings, timeline = journal_findings(ctx.store, journal)
-    if export.is_empty(timeline):
-        raise BadInput(
-            f"the journal {journal!r} holds nothing to write a postmortem about yet: no step "
-            "run, probe, figure or note (`journal run step NAME` or `journal import "
-            "transcript FILE --host H` records some)"
-        )
-    part = Part(since, _plan_run(timeline, args.plan_run))
-    if part:
-        timeline = cut(timeline, part)
-        findings = findings_in(findings, timeline)
-        if export.is_empty(timeline):
+
+    def written(found: Digest) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        # the stored timeline and findings read a batch at a time, the document written as
+        # it is made: a year's journal is never held whole
+        if not found.item_count:
+            raise BadInput(
+                f"the journal {journal!r} holds nothing to write a postmortem about yet: no "
+                "step run, probe, figure or note (`journal run step NAME` or `journal import "
+                "transcript FILE --host H` records some)"
+            )
+        source = stored(ctx.store, journal, found)
+        spans = plan_runs_of(source) if args.plan_run is not None else {}
+        part = Part(since, _plan_run(journal, list(spans), args.plan_run))
+        span = spans.get(part.plan_run, ("", "")) if part.plan_run else ("", "")
+        listing = source.findings
+
+        def findings_of(gathered: Any) -> Any:
+            if not part:
+                return listing
+            keep = export.findings_in(gathered)
+            return listing.only(lambda brief: keep(brief.run, brief.seq))
+
+        try:
+            doc = export.document(
+                source,
+                lambda: items_of(source, part or None, span),
+                findings_of,
+                base_url=base_url,
+                part=part or None,
+                keep=compact,
+                made=json.loads,
+            )
+        except export.Empty:
             raise BadInput(
                 f"the journal {journal!r} holds nothing{export.part_title(part)} to write a "
                 "postmortem about: no step run, probe, figure or note"
-            )
-    doc = export.build(
-        findings,
-        timeline,
-        outputs=read_outputs(ctx.store, journal, timeline),
-        tails=failures(ctx.store, timeline),
-        base_url=base_url,
-        part=part or None,
-    )
+            ) from None
+        if output is None:
+            export.write(doc, fmt, sys.stdout.write)
+            return doc, None
+        try:
+            shown = [chart for chart in doc["charts"] if chart["throughput"]]
+            links = write_charts(output, shown) if fmt == "md" else None
+            with output.open("w", encoding="utf-8") as file:
+                export.write(doc, fmt, file.write, links)
+        except OSError as exc:
+            raise BadInput(
+                f"cannot write the postmortem to {output}: {exc.strerror or exc}"
+            ) from None
+        return doc, links
+
+    doc, links = digest(ctx.store, journal, written)
     if output is None:
-        sys.stdout.write(export.render(doc, fmt))
         return 0
-    try:
-        shown = [chart for chart in doc["charts"] if chart["throughput"]]
-        links = write_charts(output, shown) if fmt == "md" else None
-        output.write_text(export.render(doc, fmt, links), encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot write the postmortem to {output}: {exc.strerror or exc}") from None
     charts = f" and {len(links)} charts in {output.stem}-charts/" if links else ""
     found = len(doc["pitfalls"])
     print(
@@ -81,6 +104,12 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
         f"{found} pitfall{'' if found == 1 else 's'}, {len(doc['timeline'])} timeline items)"
     )
     return 0
+
+
+def compact(entry: dict[str, Any]) -> str:
+    """A change entry held as compact JSON until it is written (:func:`json.loads` makes it
+    again as it was: its keys are text, its numbers round-trip)."""
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
 
 
 def _since(text: str | None) -> str | None:
@@ -92,11 +121,11 @@ def _since(text: str | None) -> str | None:
         raise BadInput(f"--since: {exc}") from None
 
 
-def _plan_run(timeline: Any, wanted: str | None) -> str | None:
+def _plan_run(journal: str, known: list[str], wanted: str | None) -> str | None:
     if wanted is None:
         return None
     try:
-        return find_plan_run(timeline, wanted)
+        return find_plan_run(SimpleNamespace(journal=journal), wanted, known)  # type: ignore[arg-type]
     except ValueError as exc:
         raise BadInput(f"--plan-run: {exc}") from None
 

@@ -10,7 +10,7 @@ previous result of the same probe on the same host.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from journal.probes.summary import shown
@@ -208,14 +208,31 @@ def _probes(
     return found
 
 
-def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
-    """Per host, in order: each step run that changed packages (or verifiably changed none)
-    or after which a probe read something new, and each standalone probe that did."""
-    previous: dict[tuple[str, str], tuple[ProbeView, dict[str, str]]] = {}
-    out: dict[str, list[dict[str, Any]]] = {}
-    for item in timeline.items:
+class HostChanges:
+    """What changed on each host, an item at a time (:func:`host_changes`): ``add`` each
+    item in timeline order; ``found``: per host its entries (each as ``keep`` keeps it: a
+    long journal's as compact JSON), ``packages``: per host the version each package it
+    changed ended with. ``output`` gives the recorded output of a run without snapshots
+    (None for one whose output is not read: see :func:`outputs_needed`)."""
+
+    def __init__(
+        self,
+        output: Callable[[StepRunView], str | None],
+        keep: Callable[[dict[str, Any]], Any] = lambda entry: entry,
+    ) -> None:
+        self.output, self.keep = output, keep
+        self.previous: dict[tuple[str, str], tuple[ProbeView, dict[str, str]]] = {}
+        self.found: dict[str, list[Any]] = {}
+        self.packages: dict[str, dict[str, str | None]] = {}
+
+    def _put(self, host: str, entry: dict[str, Any]) -> None:
+        for package in entry["packages"]:
+            self.packages.setdefault(host, {})[normalize(package["name"])] = package["after"]
+        self.found.setdefault(host, []).append(self.keep(entry))
+
+    def add(self, item: Any) -> None:
         if isinstance(item, ProbeView):
-            probes = _probes([item], previous)
+            probes = _probes([item], self.previous)
             if probes:
                 entry = {
                     "kind": "probe",
@@ -227,23 +244,26 @@ def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, li
                     "probes": probes,
                     "unread": [],
                 }
-                out.setdefault(item.host, []).append(entry)
-            continue
+                self._put(item.host, entry)
+            return
         if not isinstance(item, StepRunView) or _is_bench(item):
-            continue
+            return
         source, packages = None, []
-        if item.diff is not None:
-            source, packages = "snapshots", [_package(c) for c in item.diff.changes]
-        elif item.run_id in outputs:
-            printed = printed_changes(item, outputs[item.run_id])
+        diff = item.diff
+        if diff is not None:
+            source, packages = "snapshots", [_package(c) for c in diff.changes]
+        else:
+            text = self.output(item)
+            printed = printed_changes(item, text) if text is not None else []
             if printed:
                 source, packages = "output", [_package(c) for c in printed]
-        probes = _probes(item.probes, previous)
+        probes = _probes(item.probes, self.previous)
         # a snapshot that could not be read: what the run changed is unknown, and said so
-        unread = [u.to_dict() for u in snapshots_of(item)] if item.diff is None else []
+        unread = [u.to_dict() for u in snapshots_of(item)] if diff is None else []
         if source is None and not probes and not unread:
-            continue
-        out.setdefault(item.host, []).append(
+            return
+        self._put(
+            item.host,
             {
                 "kind": "step",
                 "run": item.run_id,
@@ -253,9 +273,21 @@ def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, li
                 "packages": packages,
                 "probes": probes,
                 "unread": unread,
-            }
+            },
         )
-    return out
+
+
+def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """Per host, in order: each step run that changed packages (or verifiably changed none)
+    or after which a probe read something new, and each standalone probe that did."""
+    return _changes(timeline, outputs).found
+
+
+def _changes(timeline: Timeline, outputs: Mapping[str, str]) -> HostChanges:
+    found = HostChanges(lambda run: outputs.get(run.run_id))
+    for item in timeline.items:
+        found.add(item)
+    return found
 
 
 def _torch_env(probe: ProbeView) -> dict[str, Any]:
@@ -289,18 +321,30 @@ def versions(
     packages and of every package the journal changed (from its latest package snapshot, or
     else from what the installer printed last; ``changes``: :func:`host_changes`, where the
     caller has them)."""
-    changed: dict[str, dict[str, str | None]] = {}
-    found = host_changes(timeline, outputs) if changes is None else changes
-    for host, entries in found.items():
-        for entry in entries:
-            for package in entry["packages"]:
-                changed.setdefault(host, {})[normalize(package["name"])] = package["after"]
-    hosts = list(
-        dict.fromkeys([*timeline.hosts, *(r.host for r in timeline.step_runs()), *changed])
-    )
+    if changes is None:
+        changed = _changes(timeline, outputs).packages
+    else:
+        changed = {}
+        for host, entries in changes.items():
+            for entry in entries:
+                for package in entry["packages"]:
+                    changed.setdefault(host, {})[normalize(package["name"])] = package["after"]
+    hosts = [*timeline.hosts, *(r.host for r in timeline.step_runs())]
+    return versions_of(hosts, changed, timeline.latest_packages.get, timeline.latest_probes.get)
+
+
+def versions_of(
+    hosts: Iterable[str],
+    changed: dict[str, dict[str, str | None]],
+    packages_of: Callable[[str], dict[str, Any] | None],
+    probes_of: Callable[[str], dict[str, ProbeView] | None],
+) -> dict[str, dict[str, Any]]:
+    """:func:`versions` from what it reads: the hosts (the journal's, then those of its runs),
+    the packages each changed (:attr:`HostChanges.packages`), each host's latest package set
+    and latest probes."""
     out: dict[str, dict[str, Any]] = {}
-    for host in hosts:
-        snapshot = timeline.latest_packages.get(host)
+    for host in dict.fromkeys([*hosts, *changed]):
+        snapshot = packages_of(host)
         packages: dict[str, str | None] = {}
         if snapshot is not None:
             entries = {normalize(k): v for k, v in snapshot.items()}
@@ -314,7 +358,7 @@ def versions(
         else:
             packages = dict(changed.get(host, {}))
             source = "installer output" if packages else None
-        probe = timeline.latest_probes.get(host, {}).get("torch-env")
+        probe = (probes_of(host) or {}).get("torch-env")
         if not packages and probe is None:
             continue
         out[host] = {

@@ -22,6 +22,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 from journal.projections.metrics import Series, all_series, change_steps, headline_rank
 from journal.projections.timeline import MetricView, Timeline
@@ -93,9 +94,11 @@ def signed_percent(percent: float | None) -> str:
     return ("+" if percent > 0 else "\u2212") + text + "%"
 
 
-def marks_of(timeline: Timeline) -> list[Mark]:
-    """The step runs that may change a figure (not the benchmarks' own runs), as marks."""
-    return [Mark(run.seq, run.started, run.step, run.host) for run in change_steps(timeline)]
+def marks_of(timeline: Timeline, steps: list[Any] | None = None) -> list[Mark]:
+    """The step runs that may change a figure (not the benchmarks' own runs: ``steps``, where
+    the caller has them as :func:`change_steps` gives them), as marks."""
+    runs = change_steps(timeline) if steps is None else steps
+    return [Mark(run.seq, run.started, run.step, run.host) for run in runs]
 
 
 def benchmark_of(series: Series) -> str | None:
@@ -138,14 +141,21 @@ def _chart_title(name: str, unit: str | None, benchmark: str | None) -> str:
     return f"{name}{f' ({unit})' if unit else ''}{f' · {benchmark}' if benchmark else ''}"
 
 
-def charts_of(timeline: Timeline, *, width: int = 720, height: int = 260) -> list[Chart]:
+def charts_of(
+    timeline: Timeline | list[MetricView],
+    *,
+    width: int = 720,
+    height: int = 260,
+    steps: list[Any] | None = None,
+) -> list[Chart]:
     """A chart per metric, unit and benchmark: rates (throughputs, bandwidths) first, then the
     rest, each in the order of its first figure; a group of more than :data:`MAX_SERIES`
     series (hosts or label sets) is split so each stays readable. Each chart shows the step
     runs of its own hosts. Counts (``successful_requests``, ``total_input_tokens``: see
     :func:`~journal.projections.metrics.direction`) are not charted: they are not a
-    measure of how well anything ran."""
-    marks = marks_of(timeline)
+    measure of how well anything ran. ``timeline`` may be its figures alone, with ``steps``
+    the runs that may change them (:func:`change_steps`)."""
+    marks = marks_of(timeline, steps)  # type: ignore[arg-type]
     groups: dict[tuple[str, str, str], list[Series]] = {}
     for series in rates_first(all_series(timeline)):
         if series.direction == "count":

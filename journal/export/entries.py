@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from journal.pitfalls.base import Finding
 from journal.probes.summary import summary as probe_summary
 from journal.projections.timeline import (
     HostKeyView,
@@ -50,10 +49,11 @@ def note_dict(note: NoteView) -> dict[str, Any]:
 def entry(
     item: Any,
     start: str | None,
-    by_run: Mapping[str, list[Finding]],
+    by_run: Mapping[str, list[str]],
     link: Callable[[str], str | None] = lambda run: None,
 ) -> dict[str, Any]:
-    """One timeline item as the document carries it; ``link`` gives a run's page (a rollback
+    """One timeline item as the document carries it (``by_run``: the keys of each run's
+    findings); ``link`` gives a run's page (a rollback
     links the run whose packages it put back)."""
     if isinstance(item, StepRunView):
         return {
@@ -99,7 +99,7 @@ def entry(
                 for e in item.expectations
             ],
             "metrics": [metric_dict(m) for m in item.metrics],
-            "findings": [f.key for f in by_run.get(item.run_id, [])],
+            "findings": list(by_run.get(item.run_id, ())),
         }
     base = {"seq": item.seq, "time": item.ts, "elapsed": elapsed(start, item.ts)}
     if isinstance(item, NoteView):

@@ -8,6 +8,7 @@ action items, each pitfall once, with the hosts and runs it covers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from journal.export.entries import note_dict
@@ -18,20 +19,22 @@ from journal.projections.timeline import NoteView, Timeline
 EVIDENCE_LINES = 6
 
 
-def pitfall_dict(found: Finding, timeline: Timeline) -> dict[str, Any]:
-    """A finding with its first evidence lines and what became of it."""
-    run = timeline.runs.get(found.run) if found.run else None
+def pitfall_dict(found: Finding, timeline: Timeline | Mapping[str, str]) -> dict[str, Any]:
+    """A finding with its first evidence lines and what became of it (``timeline``: the
+    runs it tells, or when each run started)."""
+    if isinstance(timeline, Timeline):
+        timeline = {run.run_id: run.started for run in timeline.runs.values()}
+    started = timeline
     later = []
     if found.resolved_by is not None:
         by = found.resolved_by
-        done = timeline.runs.get(by.run) if by.run else None
         later.append(
             {
                 "run": by.run,
                 "step": by.step,
                 "host": by.host,
                 "kind": by.kind,
-                "time": done.started if done else None,
+                "time": started.get(by.run) if by.run else None,
                 "text": by.why[:1].upper() + by.why[1:] + ".",
             }
         )
@@ -45,7 +48,7 @@ def pitfall_dict(found: Finding, timeline: Timeline) -> dict[str, Any]:
         "host": found.host,
         "step": found.step,
         "run": found.run,
-        "time": run.started if run else None,
+        "time": started.get(found.run) if found.run else None,
         "evidence": [e.to_dict() for e in found.evidence[:EVIDENCE_LINES]],
         "evidence_more": max(0, len(found.evidence) - EVIDENCE_LINES),
         "state": found.state,
@@ -103,44 +106,80 @@ def action_items(
     run with its page under ``base_url``, None without one), the advice shortened to its first
     sentence (``advice``; ``advice_full`` whole, as the findings show it); then notes tagged
     ``action``."""
-    order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
-    merged: dict[tuple[str, str], list[Finding]] = {}
+    actions = Actions()
     for found in findings:
         if found.is_open:
-            merged.setdefault((found.id, found.advice), []).append(found)
-    items: list[dict[str, Any]] = []
-    for same in merged.values():
-        worst = min(same, key=lambda f: order[f.severity])
-        hosts = list(dict.fromkeys(f.host for f in same if f.host))
-        runs = list(dict.fromkeys(f.run for f in same if f.run))
-        host_of = {f.run: f.host for f in same if f.run}
-        step_of = {f.run: f.step for f in same if f.run}
-        items.append(
-            {
-                "kind": "finding",
-                "key": worst.key,
-                "keys": list(dict.fromkeys(f.key for f in same)),
-                "id": worst.id,
-                "severity": worst.severity,
-                "title": worst.title,
-                "advice": first_sentence(worst.advice),
-                "advice_full": worst.advice,
-                "host": worst.host,
-                "step": worst.step,
-                "hosts": hosts,
-                "runs": runs,
-                "links": [
-                    {
-                        "run": run,
-                        "host": host_of.get(run),
-                        "step": step_of.get(run),
-                        "url": run_url(base_url, journal, run),
-                    }
-                    for run in runs
-                ],
-                "count": len(same),
-            }
-        )
-    items.sort(key=lambda item: order[item["severity"]])
-    items.extend({"kind": "note", **note_dict(n)} for n in notes if "action" in n.tags)
-    return items
+            actions.add(found)
+    return actions.items(notes, journal=journal, base_url=base_url)
+
+
+#: Severities, the worst first.
+_ORDER = {s: i for i, s in enumerate(reversed(SEVERITIES))}
+
+
+class Actions:
+    """The action items, an open finding at a time (:func:`action_items`): of each pitfall
+    and advice, only what the item says is kept (not the findings themselves)."""
+
+    def __init__(self) -> None:
+        self.merged: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(self, found: Finding) -> None:
+        same = self.merged.get((found.id, found.advice))
+        if same is None:
+            same = self.merged[(found.id, found.advice)] = {
+                "worst": None, "keys": {}, "hosts": {}, "runs": {}, "host_of": {},
+                "step_of": {}, "count": 0,
+            }  # fmt: skip
+        worst = same["worst"]
+        if worst is None or _ORDER[found.severity] < _ORDER[worst["severity"]]:
+            same["worst"] = {
+                "key": found.key, "id": found.id, "severity": found.severity,
+                "title": found.title, "advice": found.advice, "host": found.host,
+                "step": found.step,
+            }  # fmt: skip
+        same["keys"].setdefault(found.key)
+        if found.host:
+            same["hosts"].setdefault(found.host)
+        if found.run:
+            same["runs"].setdefault(found.run)
+            same["host_of"][found.run] = found.host
+            same["step_of"][found.run] = found.step
+        same["count"] += 1
+
+    def items(
+        self, notes: list[NoteView], *, journal: str = "", base_url: str | None = None
+    ) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for same in self.merged.values():
+            worst = same["worst"]
+            runs = list(same["runs"])
+            items.append(
+                {
+                    "kind": "finding",
+                    "key": worst["key"],
+                    "keys": list(same["keys"]),
+                    "id": worst["id"],
+                    "severity": worst["severity"],
+                    "title": worst["title"],
+                    "advice": first_sentence(worst["advice"]),
+                    "advice_full": worst["advice"],
+                    "host": worst["host"],
+                    "step": worst["step"],
+                    "hosts": list(same["hosts"]),
+                    "runs": runs,
+                    "links": [
+                        {
+                            "run": run,
+                            "host": same["host_of"].get(run),
+                            "step": same["step_of"].get(run),
+                            "url": run_url(base_url, journal, run),
+                        }
+                        for run in runs
+                    ],
+                    "count": same["count"],
+                }
+            )
+        items.sort(key=lambda item: _ORDER[item["severity"]])
+        items.extend({"kind": "note", **note_dict(n)} for n in notes if "action" in n.tags)
+        return items

@@ -10,11 +10,11 @@ serves it): no request of any kind may leave it, whatever a host printed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup
 
 from journal.export import wording
 from journal.resources import folder
@@ -68,6 +68,26 @@ def environment() -> Environment:
 
 def render(doc: dict[str, Any]) -> str:
     """The HTML document."""
-    charts = [{**chart, "svg": Markup(chart["svg"])} for chart in doc["charts"]]
+    parts: list[str] = []
+    write(doc, parts.append)
+    return "".join(parts)
+
+
+class _Svg:
+    """A chart's SVG as markup (:mod:`journal.export.chart` escapes every text in it), not
+    copied as :class:`Markup` would copy it: a long journal's charts are megabytes."""
+
+    def __init__(self, svg: str) -> None:
+        self.svg = svg
+
+    def __html__(self) -> str:
+        return self.svg
+
+
+def write(doc: dict[str, Any], out: Callable[[str], Any]) -> None:
+    """Write the HTML document to ``out`` as the template makes it (its long lists an item
+    at a time, where they are :class:`~journal.streamed.Lazy`)."""
+    charts = [{**chart, "svg": _Svg(chart["svg"])} for chart in doc["charts"]]
     template = environment().get_template("export/postmortem.html")
-    return template.render(doc=doc, charts=charts, policy=POLICY)
+    for part in template.generate(doc=doc, charts=charts, policy=POLICY):
+        out(part)

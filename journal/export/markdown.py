@@ -13,6 +13,7 @@ FILE.md` writes them to ``FILE-charts/``) it links each as an image.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from journal.export.wording import (
@@ -30,6 +31,7 @@ from journal.export.wording import (
     what,
     when,
 )
+from journal.streamed import Lines, Write
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<|~&#])")
 #: Characters special only where a line (or the text) starts: a quote or a list.
@@ -76,11 +78,36 @@ def block(content: str, info: str = "text") -> list[str]:
     return [f"{fence}{info}", content.rstrip("\n"), fence]
 
 
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
+def table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
     """A GitHub table; cells must already be escaped (:func:`text`, :func:`code`)."""
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out.extend("| " + " | ".join(cell or "-" for cell in row) + " |" for row in rows)
-    return out
+    return list(table_lines(header, rows))
+
+
+def table_lines(header: list[str], rows: Iterable[list[str]]) -> Iterator[str]:
+    """:func:`table`'s lines, a row at a time."""
+    yield "| " + " | ".join(header) + " |"
+    yield "|" + "---|" * len(header)
+    for row in rows:
+        yield "| " + " | ".join(cell or "-" for cell in row) + " |"
+
+
+def fence_run(line: str) -> int:
+    """The longest run of three backticks or more in ``line`` (0: none)."""
+    return max((len(run) for run in re.findall(r"`{3,}", line)), default=0)
+
+
+def _stripped(lines: Iterable[str]) -> Iterator[str]:
+    """``lines`` such that joined by newlines they are ``"\\n".join(lines).rstrip("\\n")``:
+    from the last line with more than newlines in it, only those lines are held."""
+    held: list[str] = []  # the last line with text (when one came), and the newlines after it
+    seen = False
+    for line in lines:
+        if line.strip("\n"):
+            yield from held
+            held, seen = [line], True
+        else:
+            held.append(line)
+    yield held[0].rstrip("\n") if seen else ""
 
 
 def _empty(key: str) -> list[str]:
@@ -101,6 +128,17 @@ def _notes(notes: list[dict[str, Any]], key: str) -> list[str]:
 
 def render(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None = None) -> str:
     """The Markdown document; ``chart_links`` are (title, relative path) of chart files."""
+    parts: list[str] = []
+    write(doc, parts.append, chart_links)
+    return "".join(parts)
+
+
+def write(
+    doc: dict[str, Any], out: Write, chart_links: list[tuple[str, str]] | None = None
+) -> None:
+    """Write the Markdown document to ``out`` a section at a time (the timeline, the
+    pitfalls and the commands a line at a time)."""
+    lines = Lines(out)
     hosts = ", ".join(f"{code(h['name'])} ({text(h['target'])})" for h in doc["hosts"])
     out = [
         f"# {text(doc['title'])}",
@@ -125,16 +163,17 @@ def render(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None = None
     for note in doc["summary"]["notes"]:
         out += [text(note["text"]), ""]
     out += _impact(doc, chart_links)
-    out += _timeline(doc)
-    out += _failures(doc)
-    out += _changes(doc)
-    out += _pitfalls(doc)
-    out += ["## Root causes", "", *_notes(doc["root_causes"], "root_causes")]
-    out += ["## Trigger", "", *_notes(doc["trigger"], "trigger")]
-    out += _actions(doc)
-    out += ["## Lessons learned", "", *_notes(doc["lessons"], "lessons")]
-    out += _supporting(doc)
-    return "\n".join(out).rstrip("\n") + "\n"
+    lines.add(out)
+    lines.add(_timeline(doc))
+    lines.add(_failures(doc))
+    lines.add(_changes(doc))
+    lines.add(_pitfalls(doc))
+    lines.add(["## Root causes", "", *_notes(doc["root_causes"], "root_causes")])
+    lines.add(["## Trigger", "", *_notes(doc["trigger"], "trigger")])
+    lines.add(_actions(doc))
+    lines.add(["## Lessons learned", "", *_notes(doc["lessons"], "lessons")])
+    lines.add(_supporting(doc))
+    lines.end()
 
 
 def _story(doc: dict[str, Any]) -> list[str]:
@@ -275,11 +314,17 @@ def _dest(path: str) -> str:
     return re.sub(r"([<>\\])", r"\\\1", path)
 
 
-def _timeline(doc: dict[str, Any]) -> list[str]:
-    out = ["## Timeline", ""]
+def _timeline(doc: dict[str, Any]) -> Iterator[str]:
+    yield from ["## Timeline", ""]
     if not doc["timeline"]:
-        return out + _empty("timeline")
-    rows = []
+        yield from _empty("timeline")
+        return
+    header = ["Time (UTC)", "Elapsed", "What", "Host", "Outcome", "Took"]
+    yield from table_lines(header, _timeline_rows(doc))
+    yield ""
+
+
+def _timeline_rows(doc: dict[str, Any]) -> Iterator[list[str]]:
     for entry in doc["timeline"]:
         kind = entry["kind"]
         if kind in ("step", "benchmark"):
@@ -293,18 +338,14 @@ def _timeline(doc: dict[str, Any]) -> list[str]:
             about = f"rollback to {code(back['to'])} (the packages {side} run {target})"
         else:
             about = text(what(entry))
-        rows.append(
-            [
-                text(when(entry["time"])) + (" (import)" if entry.get("imported") else ""),
-                text(elapsed(entry["elapsed"])),
-                about,
-                code(entry.get("host") or "-"),
-                text(outcome(entry)),
-                text(took(entry)),
-            ]
-        )
-    header = ["Time (UTC)", "Elapsed", "What", "Host", "Outcome", "Took"]
-    return out + table(header, rows) + [""]
+        yield [
+            text(when(entry["time"])) + (" (import)" if entry.get("imported") else ""),
+            text(elapsed(entry["elapsed"])),
+            about,
+            code(entry.get("host") or "-"),
+            text(outcome(entry)),
+            text(took(entry)),
+        ]
 
 
 def _changes(doc: dict[str, Any]) -> list[str]:
@@ -336,47 +377,53 @@ def _changes(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def _pitfalls(doc: dict[str, Any]) -> list[str]:
-    out = ["## Pitfalls hit", ""]
+def _pitfalls(doc: dict[str, Any]) -> Iterator[str]:
+    yield from ["## Pitfalls hit", ""]
     if not doc["pitfalls"]:
-        return out + _empty("pitfalls")
+        yield from _empty("pitfalls")
+        return
     for i, found in enumerate(doc["pitfalls"], 1):
-        where = []
-        if found["step"]:
-            where.append(f"step {code(found['step'])}")
-        if found["host"]:
-            where.append(f"on {code(found['host'])}")
-        if found["time"]:
-            where.append(f"at {text(when(found['time']))}")
-        if found["run"]:
-            where.append(f"(run {code(found['run'])})")
-        out += [
-            f"### {i}. {found['severity']} {code(found['id'])}: {text(found['title'])}",
-            "",
-            " ".join(where) + ("." if where else ""),
-            "",
+        yield from _pitfall(i, found)
+
+
+def _pitfall(i: int, found: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    where = []
+    if found["step"]:
+        where.append(f"step {code(found['step'])}")
+    if found["host"]:
+        where.append(f"on {code(found['host'])}")
+    if found["time"]:
+        where.append(f"at {text(when(found['time']))}")
+    if found["run"]:
+        where.append(f"(run {code(found['run'])})")
+    out += [
+        f"### {i}. {found['severity']} {code(found['id'])}: {text(found['title'])}",
+        "",
+        " ".join(where) + ("." if where else ""),
+        "",
+    ]
+    if found["evidence"]:
+        lines = [
+            (f"{e['line']}: " if e["line"] is not None else "") + e["text"]
+            for e in found["evidence"]
         ]
-        if found["evidence"]:
-            lines = [
-                (f"{e['line']}: " if e["line"] is not None else "") + e["text"]
-                for e in found["evidence"]
-            ]
-            if found["evidence_more"]:
-                lines.append(f"… and {found['evidence_more']} more lines")
-            out += ["Evidence:", "", *block("\n".join(lines)), ""]
-        out += [f"Advice: {text(found['advice'])}", ""]
-        resolution = found["resolution"]
-        if found["regression_of"]:
-            earlier = code(found["regression_of"])
-            out += [f"Back again: it had been resolved before ({earlier}).", ""]
-        fixes = [text(fact["text"]) for fact in resolution["later"]]
-        if resolution["acknowledged"] is not None:
-            fixes.append(f"acknowledged: {text(resolution['acknowledged'])}")
-        if fixes:
-            out += [f"State: **{found['state']}**. What fixed it:", ""]
-            out += [*(f"- {fix}" for fix in fixes), ""]
-        else:
-            out += ["_Open: not acknowledged, and nothing later in the record shows it gone._", ""]
+        if found["evidence_more"]:
+            lines.append(f"… and {found['evidence_more']} more lines")
+        out += ["Evidence:", "", *block("\n".join(lines)), ""]
+    out += [f"Advice: {text(found['advice'])}", ""]
+    resolution = found["resolution"]
+    if found["regression_of"]:
+        earlier = code(found["regression_of"])
+        out += [f"Back again: it had been resolved before ({earlier}).", ""]
+    fixes = [text(fact["text"]) for fact in resolution["later"]]
+    if resolution["acknowledged"] is not None:
+        fixes.append(f"acknowledged: {text(resolution['acknowledged'])}")
+    if fixes:
+        out += [f"State: **{found['state']}**. What fixed it:", ""]
+        out += [*(f"- {fix}" for fix in fixes), ""]
+    else:
+        out += ["_Open: not acknowledged, and nothing later in the record shows it gone._", ""]
     return out
 
 
@@ -407,18 +454,36 @@ def _actions(doc: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _supporting(doc: dict[str, Any]) -> list[str]:
+def _supporting(doc: dict[str, Any]) -> Iterator[str]:
     support = doc["supporting"]
-    out = ["## Supporting information", "", "### Commands", ""]
-    lines = []
-    for command in support["commands"]:
-        code_text = f", exit {command['exit_code']}" if command["exit_code"] is not None else ""
-        lines.append(
-            f"# {when(command['time'])} {command['step']} on {command['host']}: "
-            f"{command['status']}{code_text} (run {command['run']})"
-        )
-        lines.append(command["command"])
-    out += [*block("\n".join(lines), "shell"), ""] if lines else ["_No command was run._", ""]
+    yield from ["## Supporting information", "", "### Commands", ""]
+    commands = support["commands"]
+    if commands:
+        fence = getattr(commands, "fence", None)
+        if fence is None:
+            fence = max((fence_run(line) for c in commands for line in command_lines(c)), default=0)
+        fence_text = "`" * max(3, fence + 1)
+        yield f"{fence_text}shell"
+        yield from _stripped(line for c in commands for line in command_lines(c))
+        yield from [fence_text, ""]
+    else:
+        yield from ["_No command was run._", ""]
+    yield from _versions(doc)
+
+
+def command_lines(command: dict[str, Any]) -> tuple[str, str]:
+    """A command's lines in the supporting commands: when, what and how it ended, then it."""
+    code_text = f", exit {command['exit_code']}" if command["exit_code"] is not None else ""
+    return (
+        f"# {when(command['time'])} {command['step']} on {command['host']}: "
+        f"{command['status']}{code_text} (run {command['run']})",
+        command["command"],
+    )
+
+
+def _versions(doc: dict[str, Any]) -> list[str]:
+    support = doc["supporting"]
+    out: list[str] = []
     out += ["### Versions", ""]
     if not support["versions"]:
         out += _empty("versions")

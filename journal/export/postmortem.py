@@ -77,33 +77,48 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from journal.export.changes import failed_runs, host_changes, versions
+from journal.export.changes import HostChanges, versions_of
 from journal.export.entries import elapsed, entry, note_dict
-from journal.export.findings import action_items, pitfall_dict, run_url
-from journal.export.impact import headline_text, impact
-from journal.pitfalls.base import SEVERITIES, STATES, Finding
-from journal.projections.metrics import change_steps
-from journal.projections.period import Part
-from journal.projections.progress import stands
-from journal.projections.timeline import (
-    NoteView,
-    StepRunView,
-    Timeline,
+from journal.export.findings import Actions, pitfall_dict, run_url
+from journal.export.gather import (
+    Gathered,
+    Judged,
+    Source,
+    command_of,
+    gather,
+    judge,
 )
+from journal.export.impact import headline_text, impact
+from journal.pitfalls.base import Finding
+from journal.projections.period import Part
+from journal.projections.timeline import StepRunView, Timeline
 from journal.runs import DONE
+from journal.streamed import Lazy, Write, held, write_json
 
 
-def _times(timeline: Timeline) -> list[str]:
-    times = []
-    for item in timeline.items:
-        ts = item.started if isinstance(item, StepRunView) else item.ts
-        times.append(ts)
-        if isinstance(item, StepRunView) and item.finished:
-            times.append(item.finished)
-    return sorted(times)
+class Empty(ValueError):
+    """A part of a journal without items (nothing to write a postmortem about)."""
+
+    def __init__(self, part: Part) -> None:
+        super().__init__(part)
+        self.part = part
+
+
+def findings_in(gathered: Gathered) -> Callable[[str | None, int | None], bool]:
+    """Whether a finding (by its run and seq) is about the part gathered: one of its runs,
+    or of no run and held from an event within it (as
+    :func:`journal.service.findings.findings_in` keeps them)."""
+    runs, first, last = gathered.started, gathered.first_seq, gathered.last_seq
+
+    def keep(run: str | None, seq: int | None) -> bool:
+        if run is not None:
+            return run in runs
+        return seq is not None and first is not None and first <= seq <= last  # type: ignore[operator]
+
+    return keep
 
 
 def is_empty(timeline: Timeline) -> bool:
@@ -132,27 +147,81 @@ def build(
     part of the journal told (``timeline`` and ``findings`` are cut to it: see
     :mod:`journal.projections.period`), named in the title and under ``part``.
     """
+    source = Source.held(findings, timeline, outputs or {}, tails or {})
+    doc = document(
+        source,
+        lambda: timeline.items,
+        lambda gathered: findings,
+        part=part,
+        charts=charts,
+        journal_version=journal_version,
+        base_url=base_url,
+    )
+    return held(doc)
+
+
+def document(
+    source: Source,
+    items: Callable[[], Iterable[Any]],
+    findings_of: Callable[[Gathered], Any],
+    *,
+    part: Part | None = None,
+    charts: list[Any] | None = None,
+    journal_version: str | None = None,
+    base_url: str | None = None,
+    keep: Callable[[dict[str, Any]], Any] = lambda entry: entry,
+    made: Callable[[Any], dict[str, Any]] = lambda entry: entry,
+) -> dict[str, Any]:
+    """The postmortem of the items ``items`` gives (a part's, in timeline order, read again
+    for each long list) and of the findings ``findings_of`` gives once they are gathered (the
+    part's: :func:`findings_in`; :class:`Empty` for a part without items), its long lists
+    (the timeline, the pitfalls, the commands) :class:`~journal.streamed.Lazy`: written as
+    they are read (:func:`write`), or :func:`~journal.streamed.held` whole. ``keep`` and
+    ``made`` hold each change entry (a long journal's as compact JSON) and make it again."""
+    from journal.export.chart import charts_of as charts_of_figures
     from journal.service.story import lines, story
 
     if journal_version is None:
         from journal import __version__ as journal_version
-    times = _times(timeline)
-    start, end = (times[0], times[-1]) if times else (None, None)
-    runs = timeline.step_runs()
-    steps = change_steps(timeline)
-    notes = [item for item in timeline.items if isinstance(item, NoteView)]
-    by_run: dict[str, list[Finding]] = {}
-    for found in findings:
-        if found.run:
-            by_run.setdefault(found.run, []).append(found)
-    effect = impact(timeline, steps)
-    changed = host_changes(timeline, outputs or {})
-    status, reasons = status_of(findings, timeline)
-    told = story(timeline, findings)
+    journal = source.journal
+
+    changes = HostChanges(source.output, keep)
+    gathered, facts = gather(source, items(), part, changes)
+    if part and not gathered.count:
+        raise Empty(part)
+    findings = findings_of(gathered)
+    actions = Actions()
+    judged = judge(findings, actions)
+    start, end = gathered.start, gathered.end
+    steps = gathered.marks
+    notes = gathered.notes
+    effect = impact(gathered.metrics, steps)  # type: ignore[arg-type]
+    changed = {host: Lazy.of(found, made) for host, found in changes.found.items()}
+    status, reasons = status_of(judged, gathered)
+    told = story(facts, judged.tally)
+    if charts is None:
+        charts = list(charts_of_figures(gathered.metrics, steps=steps))  # type: ignore[arg-type]
+    by_run = judged.by_run
+    started = gathered.started
+
+    def link(run: str) -> str | None:
+        return run_url(base_url, journal, run)
+
+    def timeline_entries() -> Iterator[dict[str, Any]]:
+        for item in items():
+            yield entry(item, start, by_run, link)
+
+    def commands() -> Iterator[dict[str, Any]]:
+        for item in items():
+            if isinstance(item, StepRunView):
+                yield command_of(item)
+
+    listed = Lazy(commands, gathered.runs)
+    listed.fence = gathered.fence  # the commands' block's, known before it is written
     return {
         "format": "journal-postmortem",
         "version": 1,
-        "title": f"Postmortem: {timeline.journal}{part_title(part)}",
+        "title": f"Postmortem: {journal}{part_title(part)}",
         "part": {"since": part.since, "plan_run": part.plan_run} if part else None,
         "date": start[:10] if start else None,
         "period": {
@@ -160,15 +229,15 @@ def build(
             "end": end,
             "seconds": elapsed(start, end),
         },
-        "journal": timeline.journal,
-        "hosts": hosts_of(timeline),
+        "journal": journal,
+        "hosts": hosts_of(gathered),
         "status": status,
         "status_reasons": reasons,
         "story": {**told.as_dict(), "lines": lines(told)},
-        "failures": failures_of(timeline, tails or {}, base_url),
+        "failures": failures_of(gathered, source.tail, base_url),
         "summary": {
             "sentences": summary_sentences(
-                findings, timeline, effect, start, end, headline=told.headline is None
+                judged, gathered, effect, start, end, headline=told.headline is None
             ),
             "notes": [note_dict(n) for n in notes if "summary" in n.tags],
         },
@@ -181,37 +250,27 @@ def build(
                 "throughput": bool(c.series) and c.series[0].higher_is_better,
                 "svg": str(c.svg),
             }
-            for c in (charts_of(timeline) if charts is None else charts)
+            for c in charts
         ],
-        "timeline": [
-            entry(item, start, by_run, lambda run: run_url(base_url, timeline.journal, run))
-            for item in timeline.items
-        ],
+        "timeline": Lazy(timeline_entries, gathered.count),
         "changes": changed,
-        "pitfalls": [pitfall_dict(f, timeline) for f in findings],
+        "pitfalls": Lazy(lambda: (pitfall_dict(f, started) for f in findings), judged.count),
         "root_causes": [note_dict(n) for n in notes if "root-cause" in n.tags],
         "trigger": [note_dict(n) for n in notes if "trigger" in n.tags],
-        "action_items": action_items(findings, notes, journal=timeline.journal, base_url=base_url),
+        "action_items": actions.items(notes, journal=journal, base_url=base_url),
         "lessons": [note_dict(n) for n in notes if "lesson" in n.tags],
         "supporting": {
-            "commands": [
-                {
-                    "time": run.started,
-                    "step": run.step,
-                    "host": run.host,
-                    "run": run.run_id,
-                    "command": run.command,
-                    "status": run.status,
-                    "exit_code": run.exit_code,
-                    "imported": run.imported,
-                }
-                for run in runs
-            ],
-            "versions": versions(timeline, outputs or {}, changed),
+            "commands": listed,
+            "versions": versions_of(
+                [*gathered.hosts, *gathered.run_hosts],
+                changes.packages,
+                gathered.packages.get,
+                gathered.probes.get,
+            ),
             "record": {
                 "journal_version": journal_version,
-                "events": timeline.events,
-                "last_event": timeline.last_ts,
+                "events": source.events,
+                "last_event": source.last_ts,
             },
         },
     }
@@ -229,22 +288,18 @@ def part_title(part: Part | None) -> str:
 
 
 def failures_of(
-    timeline: Timeline, tails: Mapping[str, dict[str, Any]], base_url: str | None
+    gathered: Gathered,
+    tails: Callable[[str], dict[str, Any] | None],
+    base_url: str | None,
 ) -> list[dict[str, Any]]:
     """Each step run that did not succeed, with the tail of its stderr (``tails``)."""
     out = []
-    for run in failed_runs(timeline):
-        tail = tails.get(run.run_id) or {"lines": [], "before": 0}
+    for run in gathered.failed:
+        tail = tails(run["run"]) or {"lines": [], "before": 0}
         out.append(
             {
-                "run": run.run_id,
-                "step": run.step,
-                "host": run.host,
-                "time": run.started,
-                "status": run.status,
-                "exit_code": run.exit_code,
-                "command": run.command,
-                "url": run_url(base_url, timeline.journal, run.run_id),
+                **run,
+                "url": run_url(base_url, gathered.journal, run["run"]),
                 "stderr": list(tail["lines"]),
                 "stderr_before": tail["before"],
             }
@@ -259,62 +314,43 @@ def charts_of(timeline: Timeline) -> list[Any]:
     return list(charts(timeline))
 
 
-def hosts_of(timeline: Timeline) -> list[dict[str, Any]]:
+def hosts_of(gathered: Gathered) -> list[dict[str, Any]]:
     """The runbook's hosts, then any other host that ran a step, with their run counts."""
-    runs = timeline.step_runs()
-    names = list(dict.fromkeys([*timeline.hosts, *(r.host for r in runs)]))
     out = []
-    for name in names:
-        mine = [r for r in runs if r.host == name]
-        target = timeline.hosts.get(name) or (mine[0].target if mine else "")
+    for name in dict.fromkeys([*gathered.hosts, *gathered.run_hosts]):
+        runs, failed, target = gathered.run_hosts.get(name, (0, 0, ""))
         out.append(
             {
                 "name": name,
-                "target": target,
-                "step_runs": len(mine),
-                "failed": sum(1 for r in mine if r.status not in (*DONE, "running")),
+                "target": gathered.hosts.get(name) or target,
+                "step_runs": runs,
+                "failed": failed,
             }
         )
     return out
 
 
-def latest_runs(timeline: Timeline) -> dict[tuple[str, str], StepRunView]:
-    """The latest run of each (step, host), benchmark runs aside."""
-    latest: dict[tuple[str, str], StepRunView] = {}
-    for run in timeline.step_runs():
-        if run.benchmark is None and not run.metrics:
-            if stands(run, latest.get((run.step, run.host))):  # not started: changed nothing
-                latest[(run.step, run.host)] = run
-    return latest
-
-
-def status_of(findings: list[Finding], timeline: Timeline) -> tuple[str, list[str]]:
+def status_of(judged: Judged, gathered: Gathered) -> tuple[str, list[str]]:
     """``running`` while a step runs; else ``open`` while an error is open (or the latest run
     of a step failed), ``mitigated`` while only warnings are, ``resolved`` when neither is;
     and the sentences that say why."""
     reasons = []
-    running = [r for r in timeline.step_runs() if r.status == "running"]
-    for run in running:
-        reasons.append(f"{run.step} is still running on {run.host}.")
-    opened = [f for f in findings if f.is_open]
-    errors = [f for f in opened if f.severity == "error"]
-    warnings = [f for f in opened if f.severity == "warning"]
+    for step, host in gathered.running:
+        reasons.append(f"{step} is still running on {host}.")
+    errors = judged.open.get("error", [0, {}])
+    warnings = judged.open.get("warning", [0, {}])
     for worry, word in ((errors, "error"), (warnings, "warning")):
-        if worry:
-            reasons.append(
-                f"{_n(len(worry), word)} open: "
-                + ", ".join(dict.fromkeys(f"{f.id} on {f.host}" for f in worry))
-                + "."
-            )
+        if worry[0]:
+            reasons.append(f"{_n(worry[0], word)} open: " + ", ".join(worry[1]) + ".")
     failing = []
-    for run in latest_runs(timeline).values():
-        if run.status not in (*DONE, "running"):
-            code = f", exit status {run.exit_code}" if run.exit_code is not None else ""
-            failing.append(f"The latest run of {run.step} on {run.host} {run.status}{code}.")
+    for step, host, status, exit_code in gathered.latest.values():
+        if status not in (*DONE, "running"):
+            code = f", exit status {exit_code}" if exit_code is not None else ""
+            failing.append(f"The latest run of {step} on {host} {status}{code}.")
     reasons += failing
-    resolved = sum(1 for f in findings if f.state == "resolved")
-    acked = sum(1 for f in findings if f.state == "acknowledged")
-    infos = sum(1 for f in opened if f.severity == "info")
+    resolved = judged.states["resolved"]
+    acked = judged.states["acknowledged"]
+    infos = judged.open.get("info", [0])[0]
     settled = []
     if resolved:
         settled.append(f"{_n(resolved, 'finding')} resolved by what came later in the record")
@@ -324,15 +360,15 @@ def status_of(findings: list[Finding], timeline: Timeline) -> tuple[str, list[st
         settled.append(f"{_n(infos, 'info finding')} left as action items")
     if settled:
         reasons.append("; ".join(settled)[:1].upper() + "; ".join(settled)[1:] + ".")
-    if running:
+    if gathered.running:
         return "running", reasons
-    if errors or failing:
+    if errors[0] or failing:
         return "open", reasons
-    if warnings:
+    if warnings[0]:
         return "mitigated", reasons
-    if not findings:
+    if not judged.count:
         reasons.append("No findings: nothing to resolve or acknowledge.")
-        if timeline.step_runs():
+        if gathered.runs:
             reasons.append("The latest run of every step went through.")
     elif not settled:
         reasons.append(
@@ -354,8 +390,8 @@ def _span(seconds: float | None) -> str:
 
 
 def summary_sentences(
-    findings: list[Finding],
-    timeline: Timeline,
+    judged: Judged,
+    gathered: Gathered,
     effect: dict[str, Any],
     start: str | None,
     end: str | None,
@@ -366,35 +402,34 @@ def summary_sentences(
     too, unless ``headline`` is false: the story above them tells it)."""
     from journal.display import when
 
-    runs = timeline.step_runs()
-    benches = [r for r in runs if r.benchmark is not None or r.metrics]
-    hosts = list(dict.fromkeys(r.host for r in runs)) or list(timeline.hosts)
-    # by identity: a run's view compared field by field with every benchmark's is quadratic
-    bench_ids = {id(r) for r in benches}
-    steps = list(dict.fromkeys(r.step for r in runs if id(r) not in bench_ids))
+    runs, benches = gathered.runs, gathered.benches
+    hosts = list(gathered.run_hosts) or list(gathered.hosts)
     out = []
     if runs:
-        bench = f" and {_n(len(benches), 'benchmark run')}" if benches else ""
+        bench = f" and {_n(benches, 'benchmark run')}" if benches else ""
         out.append(
-            f"{_n(len(runs) - len(benches), 'step run')} of {_n(len(steps), 'step')}{bench} "
+            f"{_n(runs - benches, 'step run')} of {_n(len(gathered.steps), 'step')}{bench} "
             f"on {_n(len(hosts), 'host')} ({', '.join(hosts)}), from {when(start)} to "
             f"{when(end)} ({_span(elapsed(start, end))})."
         )
     else:
-        out.append(f"No step was run; the record holds {_n(len(timeline.items), 'item')}.")
-    imported = [r for r in runs if r.imported]
-    if imported:
+        out.append(f"No step was run; the record holds {_n(gathered.count, 'item')}.")
+    if gathered.imported:
         out.append(
-            f"{_n(len(imported), 'command')} came from an imported terminal transcript "
+            f"{_n(gathered.imported, 'command')} came from an imported terminal transcript "
             "(their times are the import's, their exit statuses unknown)."
         )
-    failed = [r for r in runs if r.status not in (*DONE, "running")]
+    failed = gathered.failed
     if failed:
-        shown = ", ".join(f"{r.step} on {r.host} ({r.status})" for r in failed[:5])
+        shown = ", ".join(f"{r['step']} on {r['host']} ({r['status']})" for r in failed[:5])
         more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
-        still = [r for r in latest_runs(timeline).values() if r.status not in (*DONE, "running")]
+        still = [
+            (step, host)
+            for step, host, status, _ in gathered.latest.values()
+            if status not in (*DONE, "running")
+        ]
         after = (
-            f"; still failing: {', '.join(f'{r.step} on {r.host}' for r in still)}"
+            f"; still failing: {', '.join(f'{step} on {host}' for step, host in still)}"
             if still
             else "; each step's latest run went through"
         )
@@ -405,21 +440,20 @@ def summary_sentences(
         ("skipped", "the host cannot run it", True),
         ("not started", "stopped before the command was launched: nothing of it ran", False),
     ):
-        these = [r for r in runs if r.status == status]
-        if these:
+        count, these = gathered.unstarted.get(status, (0, []))
+        if count:
             shown = ("; " if reason else ", ").join(
-                f"{r.step} on {r.host}" + (f" ({r.reason or 'no reason'})" if reason else "")
-                for r in these[:5]
+                f"{step} on {host}" + (f" ({why_not or 'no reason'})" if reason else "")
+                for step, host, why_not in these
             )
-            more = f" and {len(these) - 5} more" if len(these) > 5 else ""
-            out.append(f"{_n(len(these), 'run')} {status}, not failed ({why}): {shown}{more}.")
-    if findings:
-        counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
-        told = ", ".join(f"{n} {s}" for s, n in reversed(counts.items()) if n)
-        states = {s: sum(1 for f in findings if f.state == s) for s in STATES}
+            more = f" and {count - 5} more" if count > 5 else ""
+            out.append(f"{_n(count, 'run')} {status}, not failed ({why}): {shown}{more}.")
+    if judged.count:
+        told = ", ".join(f"{n} {s}" for s, n in reversed(judged.severities.items()) if n)
+        states = judged.states
         out.append(
-            f"{_n(len(findings), 'pitfall')} hit ({told}): "
-            f"{', '.join(dict.fromkeys(f.id for f in findings))}; "
+            f"{_n(judged.count, 'pitfall')} hit ({told}): "
+            f"{', '.join(judged.ids)}; "
             f"{states['resolved']} resolved, {states['acknowledged']} acknowledged, "
             f"{states['open']} open."
         )
@@ -473,21 +507,36 @@ def _finite(value: Any) -> Any:
 
 def to_json(doc: dict[str, Any]) -> str:
     """The JSON export: the document itself."""
-    import json
-
-    return json.dumps(_finite(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return render(doc, "json")
 
 
 def render(doc: dict[str, Any], fmt: str, chart_links: list[tuple[str, str]] | None = None) -> str:
     """The document in one of :data:`FORMATS`."""
+    parts: list[str] = []
+    write(doc, fmt, parts.append, chart_links)
+    return "".join(parts)
+
+
+def write(
+    doc: dict[str, Any],
+    fmt: str,
+    out: Write,
+    chart_links: list[tuple[str, str]] | None = None,
+) -> None:
+    """Write the document in one of :data:`FORMATS` to ``out`` as it is made: its long lists
+    (:class:`~journal.streamed.Lazy`) an item at a time."""
     if fmt == "json":
-        return to_json(doc)
+        write_json(out, doc, ensure_ascii=False, allow_nan=False, plain=_finite)
+        out("\n")
+        return
     if fmt == "html":
         from journal.export import html
 
-        return html.render(doc)
+        html.write(doc, out)
+        return
     if fmt == "md":
         from journal.export import markdown
 
-        return markdown.render(doc, chart_links)
+        markdown.write(doc, out, chart_links)
+        return
     raise ValueError(f"unknown postmortem format {fmt!r}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -118,6 +118,10 @@ def _held(rec: Recorded) -> Recorded:
     return rec
 
 
+#: Findings read at a time when every one is listed in order (:class:`Listing`).
+BATCH_FINDINGS = 200
+
+
 def version() -> str:
     """A digest of the code that judges: the detectors, what they read, parsers."""
     return Ledger.version()
@@ -166,6 +170,23 @@ class Ledger(StoredProjection):
         found += folded.running
         found.sort(key=order)
         return with_acks(found, book_of(rows.get("acks")))
+
+    def listing(self) -> Listing:
+        """Every finding of the journal in order, as :meth:`findings` lists them, read from
+        the rows a batch at a time (:class:`Listing`: none of them is held)."""
+        folded = self.advance()
+        acks = book_of(self.rows(["acks"]).get("acks"))
+        keys = self.keys("run:")
+        places: list[tuple[Any, ...]] = []
+        for start in range(0, len(keys), BATCH_FINDINGS):
+            for row, body in self.rows(keys[start : start + BATCH_FINDINGS]).items():
+                for i, d in enumerate(body):
+                    brief = Brief.of(d, acks, (row, i))
+                    places.append((order(brief), 0, row, i, brief))
+        running = with_acks(folded.running, acks)
+        places += [(order(f), 1, "", i, Brief.of_finding(f, i)) for i, f in enumerate(running)]
+        places.sort(key=lambda place: place[:4])
+        return Listing(self, acks, [place[-1] for place in places], running)
 
     def findings_of(self, runs: Iterable[str]) -> list[Finding]:
         """The findings about these step runs, with their lifecycle and acknowledgements."""
@@ -288,6 +309,76 @@ class Ledger(StoredProjection):
         if not self.save(folded.seq, state.changed, since=head, anew=fresh):
             raise Moved
         return folded
+
+
+@dataclass(frozen=True)
+class Brief:
+    """What a finding is, without its evidence and words: where it is listed, its pitfall,
+    severity and state, its run, host and step (and where its row is: ``place``)."""
+
+    id: str
+    severity: str
+    run: str | None
+    host: str | None
+    step: str | None
+    seq: int | None
+    facts: dict[str, Any]
+    state: str
+    place: tuple[str, int]
+
+    @classmethod
+    def of(cls, d: dict[str, Any], acks: AckBook, place: tuple[str, int]) -> Brief:
+        """The brief of a stored finding ``d`` (its acknowledgement as ``acks`` hold it)."""
+        stored = d.get("facts") or {}
+        facts = {"run_event": stored["run_event"]} if "run_event" in stored else {}
+        brief = cls(d["id"], d["severity"], d.get("run"), d.get("host"), d.get("step"),
+                    d.get("seq"), facts, "open", place)  # fmt: skip
+        if d.get("resolved_by") is not None:
+            return replace(brief, state="resolved")
+        if acks.of(brief) is not None:  # type: ignore[arg-type]
+            return replace(brief, state="acknowledged")
+        return brief
+
+    @classmethod
+    def of_finding(cls, f: Finding, i: int) -> Brief:
+        facts = {"run_event": f.facts["run_event"]} if "run_event" in f.facts else {}
+        return cls(f.id, f.severity, f.run, f.host, f.step, f.seq, facts, f.state, ("", i))
+
+    @property
+    def key(self) -> str:
+        return f"{self.id}:{self.run}" if self.run else self.id
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == "open"
+
+
+class Listing:
+    """Every finding of a journal in order (:meth:`Ledger.listing`): ``briefs`` says what each
+    is; iterating reads them whole from the ledger's rows, :data:`BATCH_FINDINGS` at a time,
+    with their acknowledgements (again on each iteration)."""
+
+    def __init__(
+        self, ledger: Ledger, acks: AckBook, briefs: list[Brief], running: list[Finding]
+    ) -> None:
+        self.ledger, self.acks, self.briefs, self.running = ledger, acks, briefs, running
+
+    def only(self, keep: Callable[[Brief], bool]) -> Listing:
+        """The findings ``keep`` keeps, in the same order."""
+        return Listing(self.ledger, self.acks, [b for b in self.briefs if keep(b)], self.running)
+
+    def __len__(self) -> int:
+        return len(self.briefs)
+
+    def __iter__(self) -> Iterator[Finding]:
+        for start in range(0, len(self.briefs), BATCH_FINDINGS):
+            part = self.briefs[start : start + BATCH_FINDINGS]
+            rows = self.ledger.rows({b.place[0] for b in part if b.place[0]})
+            found = [finding_of(rows[b.place[0]][b.place[1]]) if b.place[0] else None for b in part]
+            stored = with_acks([f for f in found if f is not None], self.acks)
+            told = iter(stored)
+            for b, f in zip(part, found, strict=True):
+                yield next(told) if f is not None else self.running[b.place[1]]
 
 
 class _State:

@@ -9,7 +9,7 @@ the reader, again when another process saved in between.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from journal.mapper import of_plain
@@ -120,19 +120,34 @@ class Digest:
         """The items stored under ``keys`` (item keys), runs settled as every reader settles
         them (a run not ended: running, not started or lost)."""
         keys = list(dict.fromkeys(keys))
-        rows = self.state.rows(k for k in keys if k not in self._items)
+        self._items.update(self._load([k for k in keys if k not in self._items]))
+        return [self._items[k] for k in keys if k in self._items]
+
+    def batches(self, size: int) -> Iterator[list[TimelineItem]]:
+        """Every item in timeline order, ``size`` at a time, settled as :meth:`items` settles
+        them (none is kept here: a reader of the whole timeline holds one batch)."""
+        keys = self.state.keys("i:")
+        for start in range(0, len(keys), size):
+            part = keys[start : start + size]
+            loaded = self._load(part)
+            yield [loaded[k] for k in part if k in loaded]
+
+    def _load(self, keys: list[str]) -> dict[str, TimelineItem]:
+        """The items stored under ``keys``, runs not ended settled."""
+        rows = self.state.rows(keys)
         refs = {r for d in rows.values() if d.get("kind") == "run" for r in d["snapshots"].values()}
         snapshots = self.state.rows(refs)
-        loaded: dict[str, StepRunView] = {}
+        out: dict[str, TimelineItem] = {}
+        runs: dict[str, StepRunView] = {}
         for key, row in rows.items():
-            item = self._items[key] = item_of(row, snapshots)
+            item = out[key] = item_of(row, snapshots)
             if isinstance(item, StepRunView):
-                loaded[item.run_id] = item
-        unfinished = {r for r, v in loaded.items() if v.status == UNFINISHED}
+                runs[item.run_id] = item
+        unfinished = {r for r, v in runs.items() if v.status == UNFINISHED}
         if unfinished:
-            timeline = Timeline(self.journal, items=list(loaded.values()), runs=loaded)
+            timeline = Timeline(self.journal, items=list(runs.values()), runs=runs)
             Folder(timeline, unfinished=unfinished).fold((), self.alive)
-        return [self._items[k] for k in keys if k in self._items]
+        return out
 
     def runs(self, keys: Iterable[str]) -> list[StepRunView]:
         """The step runs stored under ``keys`` (item keys), settled."""

@@ -17,6 +17,7 @@ Times are compared as the store writes them (UTC, ``2026-12-04T13:30:20.123456Z`
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -71,10 +72,11 @@ def plan_runs(timeline: Timeline) -> list[str]:
     return list(dict.fromkeys(r.plan_run for r in timeline.step_runs() if r.plan_run))
 
 
-def find_plan_run(timeline: Timeline, wanted: str) -> str:
-    """The plan run ``wanted`` names (its id, a unique prefix, or ``latest``); ValueError
-    saying which there are otherwise."""
-    known = plan_runs(timeline)
+def find_plan_run(timeline: Timeline, wanted: str, known: list[str] | None = None) -> str:
+    """The plan run ``wanted`` names (its id, a unique prefix, or ``latest``; ``known``: the
+    timeline's plan runs, where the caller read them); ValueError saying which there are
+    otherwise."""
+    known = plan_runs(timeline) if known is None else known
     if not known:
         raise ValueError(f"the journal {timeline.journal!r} has no plan run")
     if wanted == "latest":
@@ -94,46 +96,75 @@ def _time(item: TimelineItem) -> str:
     return item.started if isinstance(item, StepRunView) else item.ts
 
 
+def plan_span(runs: Iterable[StepRunView], plan_run: str) -> tuple[str, str]:
+    """When the plan run ran: its first run's start and its last run's end."""
+    own = [r for r in runs if r.plan_run == plan_run]
+    begin = min((r.started for r in own), default="")
+    end = max((r.finished or r.started for r in own), default="")
+    return begin, end
+
+
+def within(part: Part, span: tuple[str, str] = ("", "")) -> Callable[[TimelineItem], bool]:
+    """Whether an item is of ``part`` (``span``: :func:`plan_span` of its plan run)."""
+    begin, end = span
+
+    def keep(item: TimelineItem) -> bool:
+        if part.plan_run is not None:
+            if isinstance(item, StepRunView):
+                if item.plan_run != part.plan_run:
+                    return False
+            elif not begin <= _time(item) <= end:
+                return False
+        return part.since is None or _time(item) >= part.since
+
+    return keep
+
+
+class Latest:
+    """Each host's latest probe results and package set among the items added (latest by
+    the items' seq, whatever order they are added in): a part's as it stood at its end."""
+
+    def __init__(self) -> None:
+        self.probes: dict[str, dict[str, ProbeView]] = {}
+        self.packages: dict[str, dict] = {}
+        self.packages_seq: dict[str, int] = {}
+        self._probe_seq: dict[tuple[str, str], int] = {}
+
+    def add(self, item: TimelineItem) -> None:
+        if isinstance(item, StepRunView):
+            for probe in item.probes:
+                self._probe(probe, item.seq)
+            for phase in ("before", "after"):
+                if phase in item.snapshots and item.seq >= self.packages_seq.get(item.host, -1):
+                    self.packages[item.host] = item.snapshots[phase]
+                    self.packages_seq[item.host] = item.seq
+        elif isinstance(item, ProbeView):
+            self._probe(item, item.seq)
+
+    def _probe(self, probe: ProbeView, seq: int) -> None:
+        key = (probe.host, probe.probe)
+        if probe.result is not None and seq >= self._probe_seq.get(key, -1):
+            self.probes.setdefault(probe.host, {})[probe.probe] = probe
+            self._probe_seq[key] = seq
+
+
 def cut(timeline: Timeline, part: Part) -> Timeline:
     """The timeline of ``part`` alone: its items, its runs and figures, and each host's
     latest probe results and packages as they stood at the part's end."""
-    items = timeline.items
-    if part.plan_run is not None:
-        own = [r for r in timeline.step_runs() if r.plan_run == part.plan_run]
-        begin = min((r.started for r in own), default="")
-        end = max((r.finished or r.started for r in own), default="")
-        items = [
-            item
-            for item in items
-            if (isinstance(item, StepRunView) and item.plan_run == part.plan_run)
-            or (not isinstance(item, StepRunView) and begin <= _time(item) <= end)
-        ]
-    if part.since is not None:
-        since = part.since
-        items = [item for item in items if _time(item) >= since]
+    span = plan_span(timeline.step_runs(), part.plan_run) if part.plan_run else ("", "")
+    items = [item for item in timeline.items if within(part, span)(item)]
     out = Timeline(timeline.journal, plan=list(timeline.plan), hosts=dict(timeline.hosts))
     out.items = list(items)
     out.events, out.last_ts = timeline.events, timeline.last_ts
-    latest_seq: dict[str, int] = {}
-    for item in sorted(out.items, key=lambda i: i.seq):
+    latest = Latest()
+    for item in out.items:
+        latest.add(item)
         if isinstance(item, StepRunView):
             out.runs[item.run_id] = item
             out.metrics.extend(item.metrics)
-            for probe in item.probes:
-                _latest_probe(out, probe)
-            for phase in ("before", "after"):
-                if phase in item.snapshots:
-                    out.latest_packages[item.host] = item.snapshots[phase]
-                    latest_seq[item.host] = item.seq
-        elif isinstance(item, ProbeView):
-            _latest_probe(out, item)
         elif isinstance(item, MetricView):
             out.metrics.append(item)
     out.metrics.sort(key=lambda m: m.seq)
-    out.latest_packages_seq = latest_seq
+    out.latest_probes, out.latest_packages = latest.probes, latest.packages
+    out.latest_packages_seq = latest.packages_seq
     return out
-
-
-def _latest_probe(timeline: Timeline, probe: ProbeView) -> None:
-    if probe.result is not None:
-        timeline.latest_probes.setdefault(probe.host, {})[probe.probe] = probe

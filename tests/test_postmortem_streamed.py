@@ -1,0 +1,114 @@
+"""`journal export postmortem` reads the stored timeline and the findings projection a batch at
+a time and writes its document as it is made (issue 29): what it writes is, byte for byte, the
+document held whole (as the web builds it from its timeline and findings in memory), for the
+whole journal, a period (`--since`), a plan run (`--plan-run`) and both, in every format.
+
+The journal is the real demo (real uv, stand-in wheels) with a real H200 transcript imported
+and the runs a crash leaves (one lost mid-run, one that never launched, a transcript command
+placed by its own time among the steps)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from journal.export import postmortem as export
+from journal.export.changes import failures, read_outputs
+from journal.projections.period import Part, cut, find_plan_run
+from journal.service.findings import findings_in, journal_findings
+from journal.store import EventStore
+from tests.conftest import crashed_demo
+from tests.helpers import journal, text
+
+BASE = "http://journal.test"
+
+
+@pytest.fixture(scope="module")
+def db(demo_journal: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return crashed_demo(demo_journal, tmp_path_factory.mktemp("postmortem-streamed"))
+
+
+def _held(db: Path, part: Part) -> dict | None:
+    """The document held whole, as `journal export postmortem` built it before it streamed."""
+    store = EventStore(str(db))
+    try:
+        name = next(iter(store.read())).journal
+        findings, timeline = journal_findings(store, name)
+        if part:
+            timeline = cut(timeline, part)
+            findings = findings_in(findings, timeline)
+            if export.is_empty(timeline):
+                return None
+        return export.build(
+            findings,
+            timeline,
+            outputs=read_outputs(store, name, timeline),
+            tails=failures(store, timeline),
+            base_url=BASE,
+            part=part or None,
+        )
+    finally:
+        store.close()
+
+
+def _parts(db: Path) -> list[tuple[list[str], Part]]:
+    store = EventStore(str(db))
+    try:
+        name = next(iter(store.read())).journal
+        _, timeline = journal_findings(store, name)
+        opened = [r for r in store.read(name) if r.event.type == "StepStarted"]
+    finally:
+        store.close()
+    since = opened[len(opened) // 3].ts
+    plan = find_plan_run(timeline, "latest")
+    return [
+        ([], Part()),
+        (["--since", since], Part(since=since)),
+        (["--plan-run", "latest"], Part(plan_run=plan)),
+        (["--plan-run", "latest", "--since", since], Part(since=since, plan_run=plan)),
+    ]
+
+
+@pytest.mark.parametrize("fmt", export.FORMATS)
+def test_the_streamed_postmortem_is_the_held_one_byte_for_byte(db: Path, fmt: str) -> None:
+    told = 0
+    for args, part in _parts(db):
+        done = journal("export", "postmortem", "--format", fmt, "--base-url", BASE, *args, db=db)
+        held = _held(db, part)
+        if held is None:  # a part without items: said so, as before
+            assert done.returncode != 0 and "holds nothing" in text(done.stderr), args
+            continue
+        assert done.returncode == 0, (args, text(done.stderr))
+        assert text(done.stdout) == export.render(held, fmt), args
+        if fmt == "json":
+            assert json.loads(done.stdout) == json.loads(export.to_json(held)), args
+            assert len(held["timeline"]) and held["supporting"]["commands"], args
+        told += 1
+    assert told >= 3  # the whole journal, a period and a plan run at least
+
+
+def test_the_written_file_is_the_held_document(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pm.json"
+    done = journal("export", "postmortem", "--base-url", BASE, "-o", str(out), db=db)
+    assert done.returncode == 0, text(done.stderr)
+    held = _held(db, Part())
+    assert held is not None
+    assert out.read_text(encoding="utf-8") == export.to_json(held)
+    assert f"{len(held['timeline'])} timeline items" in text(done.stdout)
+    assert {"crash-lost", "crash-never", "placed"} <= {e.get("run") for e in held["timeline"]}
+
+
+def test_pitfalls_all_json_lists_every_finding_as_held(db: Path) -> None:
+    store = EventStore(str(db))
+    try:
+        name = next(iter(store.read())).journal
+        findings, _ = journal_findings(store, name)
+    finally:
+        store.close()
+    done = journal("pitfalls", "--all", "--format", "json", db=db)
+    assert done.returncode == 0, text(done.stderr)
+    held = {"journal": name, "findings": [f.to_dict() for f in findings]}
+    assert text(done.stdout) == json.dumps(held, indent=2) + "\n"
+    assert held["findings"]
