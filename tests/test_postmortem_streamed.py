@@ -112,3 +112,35 @@ def test_pitfalls_all_json_lists_every_finding_as_held(db: Path) -> None:
     held = {"journal": name, "findings": [f.to_dict() for f in findings]}
     assert text(done.stdout) == json.dumps(held, indent=2) + "\n"
     assert held["findings"]
+
+
+def test_a_read_begun_again_prints_the_postmortem_once(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process saves the stored timeline while the postmortem is being written: the
+    read begins again, and stdout holds one postmortem, of the journal as it then stands."""
+    from journal.events import NoteAdded
+    from journal.projections.stored import brought_up
+
+    mine = tmp_path / "journal.db"
+    mine.write_bytes(db.read_bytes())
+    write, calls = export.write, []
+
+    def meanwhile(doc, fmt, out, *rest):  # type: ignore[no-untyped-def]
+        calls.append(fmt)
+        if len(calls) == 1:  # another process records a note and brings the timeline up
+            other = EventStore(str(mine))
+            try:
+                name = next(iter(other.read())).journal
+                other.append(name, [NoteAdded("written meanwhile", tags=["summary"])])
+                brought_up(other, name)
+            finally:
+                other.close()
+        return write(doc, fmt, out, *rest)
+
+    monkeypatch.setattr(export, "write", meanwhile)
+    done = journal("export", "postmortem", "--format", "json", db=mine)
+    assert done.returncode == 0, text(done.stderr)
+    assert len(calls) == 2  # begun again
+    doc = json.loads(done.stdout)  # one document, not one and a half
+    assert "written meanwhile" in [n["text"] for n in doc["summary"]["notes"]]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,6 +31,10 @@ SUFFIXES = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".j
 #: The chart files this command writes (and replaces on the next export to the same file).
 CHART_FILE = re.compile(r"^\d{2}-[a-z0-9-]*\.svg$")
 SVG_NS = 'xmlns="http://www.w3.org/2000/svg"'
+
+
+#: The postmortem printed on stdout is held in memory up to this size, then on disk.
+SPOOL_BYTES = 8 * 1024 * 1024
 
 
 def postmortem(ctx: Context, args: argparse.Namespace) -> int:
@@ -81,7 +87,11 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
                 "postmortem about: no step run, probe, figure or note"
             ) from None
         if output is None:
-            export.write(doc, fmt, sys.stdout.write)
+            # held aside (on disk past a few MB) until the whole read stands: a read begun
+            # again, because another process saved the journal meanwhile, prints nothing twice
+            held = tempfile.SpooledTemporaryFile(SPOOL_BYTES, mode="w+", encoding="utf-8")
+            spools.append(held)
+            export.write(doc, fmt, held.write)
             return doc, None
         try:
             shown = [chart for chart in doc["charts"] if chart["throughput"]]
@@ -94,9 +104,16 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
             ) from None
         return doc, links
 
-    doc, links = digest(ctx.store, journal, written)
-    if output is None:
-        return 0
+    spools: list[Any] = []
+    try:
+        doc, links = digest(ctx.store, journal, written)
+        if output is None:
+            spools[-1].seek(0)
+            shutil.copyfileobj(spools[-1], sys.stdout)
+            return 0
+    finally:
+        for held in spools:
+            held.close()
     charts = f" and {len(links)} charts in {output.stem}-charts/" if links else ""
     found = len(doc["pitfalls"])
     print(
