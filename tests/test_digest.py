@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from journal.events import ProbeRecorded, StepFinished, StepStarted
+from journal.events import NoteAdded, ProbeRecorded, StepFinished, StepStarted
 from journal.projections import stored
 from journal.projections.digest import Digest, digest
 from journal.projections.drift import EVENT_TYPES, fold
@@ -148,6 +148,60 @@ def test_the_index_answers_what_the_whole_timeline_says_whatever_the_chunks(
         ProjectionCache(store.engine).drop(name)
         stored.brought_up(store, name, anew=True)
         assert _indexed(store, name) == (told, hosts, imported, lost)
+    finally:
+        store.close()
+
+
+def test_a_rebuild_places_a_dated_import_among_the_items_it_reads_back(
+    recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """`journal rebuild` folds a batch at a time; a pasted session dated among the steps is
+    placed as a fold of the whole timeline places it, from the newest items read back down to
+    the one before its time, and every stored row is the same as a whole fold's."""
+    name, events = recorded
+    store = EventStore(str(tmp_path / "journal.db"))
+    try:
+        store.append(name, events)
+        opened = [r.ts for r in store.read(name, types=["StepStarted"])]
+        store.append(
+            name,
+            [
+                NoteAdded("pasted a second session of gpu-box"),
+                NoteAdded("it ran while the plan did"),
+                StepStarted(
+                    "placed-again",
+                    "nvidia-smi",
+                    "gpu-box",
+                    "imported",
+                    "nvidia-smi -q",
+                    imported=True,
+                    at=opened[3 * len(opened) // 4],
+                ),  # fmt: skip
+                StepFinished("placed-again", "gpu-box", "succeeded", 0, 0.4),
+            ],
+        )
+        told = _indexed(store, name)  # none stored yet: folded whole
+        whole = ProjectionCache(store.engine).rows(name, stored.PROJECTION)
+        items = [k for k in whole if k.startswith("i:")]
+        again = next(k for k in items if whole[k].get("run_id") == "placed-again")
+        assert again != max(items)  # placed among the steps, not at the end
+
+        monkeypatch.setattr(stored, "BATCH_EVENTS", 3)
+        looked: list[list[str] | None] = []
+        landmarks = stored._landmarks
+
+        def spied(*args: object) -> list[str] | None:
+            looked.append(landmarks(*args))  # type: ignore[arg-type]
+            return looked[-1]
+
+        monkeypatch.setattr(stored, "_landmarks", spied)
+        ProjectionCache(store.engine).drop(name)
+        stored.brought_up(store, name, anew=True)
+        # the first pasted command, dated before every item here, was placed first without
+        # reading any back; the second on the newest items read back down to its time
+        assert looked[0] == [] and looked[-1]
+        assert ProjectionCache(store.engine).rows(name, stored.PROJECTION) == whole
+        assert _indexed(store, name) == told
     finally:
         store.close()
 

@@ -275,21 +275,60 @@ def load_newest(cache: ProjectionCache, journal: str, newest: int) -> tuple[Rest
 
 
 def load_some(
-    cache: ProjectionCache, journal: str, runs: Iterable[str]
+    cache: ProjectionCache, journal: str, runs: Iterable[str], placing: Touched | None = None
 ) -> tuple[Restored, dict[str, Any]] | None:
     """The stored timeline holding only the runs named by ``runs`` (those stored) and what its
     head says (plan, hosts, counts, the latest probes and snapshots), with the head row
     (:func:`save`'s ``base``: how many items it was restored with under ``_loaded``); None
-    when there is none of this version."""
+    when there is none of this version, or when the dated imports of ``placing`` need the
+    whole timeline (:func:`_landmarks`)."""
     state = _Stored(cache, journal)
     wanted = [f"r:{run}" for run in runs]
 
-    def read(head: Head) -> tuple[Restored, dict[str, Any]]:
+    def read(head: Head) -> tuple[Restored, dict[str, Any]] | None:
         top = state.rows(["head"]).get("head") or {}
-        restored = _restore_some(state, journal, head, top, state.rows(wanted).values())
+        keys = list(state.rows(wanted).values())
+        if placing is not None and placing.dated is not None:
+            tail = _landmarks(state, top, placing)
+            if tail is None:
+                return None
+            keys += tail
+        restored = _restore_some(state, journal, head, top, keys)
         return restored, {**top, "_loaded": len(restored.timeline.items)}
 
     return state.read(read)
+
+
+#: The most items read back to place a batch's dated imports; one dated further back than
+#: that folds the whole timeline.
+PLACING_ITEMS = 20_000
+
+
+def _landmarks(state: StoredProjection, top: dict[str, Any], placing: Touched) -> list[str] | None:
+    """The keys of the newest stored items down to the last one recorded (not placed by its
+    own time) at or before the earliest time ``placing``'s dated imports give: the items
+    :func:`~journal.projections.timeline.place` looks through, newest first, to place each of
+    them as a fold of the whole timeline does (none when every stored item is later: then
+    the batch's own items or the start of the timeline place them). None when that takes
+    more than :data:`PLACING_ITEMS` items."""
+    when = placing.dated
+    if when is None or top.get("earliest") is None or when < top["earliest"]:
+        return []  # dated before every stored item: placed first, or after the batch's own
+    keys: list[str] = []
+    end, page = "", 64
+    while len(keys) < PLACING_ITEMS:
+        found = state.last_keys("i:", page, end=end)
+        if not found:
+            return None  # placed before every item: the whole timeline is looked through
+        rows = state.rows(found)
+        keys[:0] = found
+        for key in reversed(found):
+            row = rows.get(key) or {}
+            stamp = row.get("started") if row.get("kind") == "run" else row.get("ts")
+            if row.get("place") is None and stamp is not None and stamp <= when:
+                return keys
+        end, page = found[0][2:], page * 4
+    return None
 
 
 def _restore_some(
@@ -343,21 +382,41 @@ def latest_probes(
     return out
 
 
-def _orders(timeline: Timeline, base: dict[str, Any] | None) -> dict[str, list[str]]:
-    """The head's lists in the order their items first name them: the hosts of probes and
-    runs (the story's), the hosts of runs and the steps run (progress's); ``base``: the head
-    a timeline holding only some items was restored from (its new items are added on)."""
-    seen = dict.fromkeys((base or {}).get("seen", []))
-    run_hosts = dict.fromkeys((base or {}).get("run_hosts", []))
-    steps = dict.fromkeys((base or {}).get("steps", []))
+def _orders(timeline: Timeline, base: dict[str, Any] | None) -> dict[str, Any]:
+    """The head's lists in the order their items first name them on the timeline: the hosts
+    of probes and runs (the story's), the hosts of runs and the steps run (progress's), each
+    name with the key of the first item naming it (a dated import placed before it moves it
+    up); and the earliest time of an item recorded in place (what a dated import is placed
+    by). ``base``: the head a timeline holding only some items was restored from (what those
+    items add is added on)."""
+    first: dict[str, dict[str, str]] = {
+        kind: dict((base or {}).get("first", {}).get(kind, {}))
+        for kind in ("seen", "run_hosts", "steps")
+    }
+    earliest = (base or {}).get("earliest")
+
+    def named(kind: str, name: str, item: TimelineItem, key: str | None) -> str | None:
+        known = first[kind].get(name)
+        placed = getattr(item, "place", None) is not None
+        if known is None or placed:
+            key = key or item_key(item)
+            if known is None or key < known:
+                first[kind][name] = key
+        return key
+
     for item in timeline.items:
+        key = None
         if isinstance(item, StepRunView):
-            seen.setdefault(item.host)
-            run_hosts.setdefault(item.host)
-            steps.setdefault(item.step)
+            key = named("seen", item.host, item, key)
+            key = named("run_hosts", item.host, item, key)
+            key = named("steps", item.step, item, key)
         elif isinstance(item, ProbeView):
-            seen.setdefault(item.host)
-    return {"seen": list(seen), "run_hosts": list(run_hosts), "steps": list(steps)}
+            key = named("seen", item.host, item, key)
+        if getattr(item, "place", None) is None:
+            when = item.started if isinstance(item, StepRunView) else item.ts
+            earliest = when if earliest is None else min(earliest, when)
+    lists = {kind: sorted(names, key=names.__getitem__) for kind, names in first.items()}
+    return {**lists, "first": first, "earliest": earliest}
 
 
 def save(
@@ -414,26 +473,36 @@ def save(
     return state.save(seq, rows, since, anew)
 
 
-def _touched(records: Iterable[Any]) -> tuple[set[str], int] | None:
-    """The stored runs the events ``records`` change and the last event's seq, or None when
-    folding them needs the whole timeline (a dated import placed by its time; an expectation
-    of no run known)."""
+@dataclasses.dataclass
+class Touched:
+    """What a batch of events changes of the stored timeline (:func:`_touched`)."""
+
+    runs: set[str]
+    last: int
+    #: the earliest time a dated import of the batch is placed by (None: the batch has none)
+    dated: str | None = None
+    #: folding it needs the whole timeline (an expectation of no run known)
+    whole: bool = False
+
+
+def _touched(records: Iterable[Any]) -> Touched:
+    """The stored runs the events ``records`` change, the last event's seq, what dated
+    imports among them are placed by, and whether folding them needs the whole timeline."""
     from journal.events import ExpectationChecked, StepStarted
 
     started: set[str] = set()
-    touched: set[str] = set()
-    last = 0
+    found = Touched(set(), 0)
     for rec in records:
-        event, last = rec.event, rec.seq
+        event, found.last = rec.event, rec.seq
         if isinstance(event, StepStarted):
             if event.imported and event.at:
-                return None
+                found.dated = min(found.dated or event.at, event.at)
             started.add(event.run)
         elif isinstance(event, ExpectationChecked) and event.run_id is None:
-            return None
+            found.whole = True
         elif event.run_id is not None and event.run_id not in started:
-            touched.add(event.run_id)
-    return touched, last
+            found.runs.add(event.run_id)
+    return found
 
 
 def _upto(records: Iterable[Any], last: int) -> Iterable[Any]:
@@ -449,8 +518,9 @@ BATCH_EVENTS = 10_000
 def brought_up(store: Any, journal: str, anew: bool = False) -> Head | None:
     """Bring the stored timeline of ``journal`` up to date (``anew``: fold it again from the
     first event, as `journal rebuild` does) a batch of :data:`BATCH_EVENTS` at a time, reading
-    only the runs each batch changes (the whole timeline where a batch needs it, or none of
-    this version is stored); its head after."""
+    only the runs each batch changes and the items its dated imports are placed among (the
+    whole timeline for a batch that needs it; all of it folded at once where none of this
+    version is stored); its head after."""
     cache = ProjectionCache(store.engine)
     state = _Stored(cache, journal)
     if anew:  # an empty timeline of this version, folded on from the first event
@@ -464,13 +534,14 @@ def brought_up(store: Any, journal: str, anew: bool = False) -> Head | None:
             return head
         with contextlib.closing(store.read(journal, after=head.seq)) as recorded:
             scanned = _touched(itertools.islice(recorded, BATCH_EVENTS))
-        if scanned is None:
-            break
-        touched, upto = scanned
-        found = load_some(cache, journal, touched)
-        if found is None:
-            break
-        restored, base = found
+        upto = scanned.last
+        found = None if scanned.whole else load_some(cache, journal, scanned.runs, scanned)
+        if found is None:  # this batch folded onto the whole timeline, the next ones in part
+            restored, base = load(cache, journal), None
+            if restored is None:
+                break
+        else:
+            restored, base = found
         if restored.head != head:
             moved += 1
             continue
