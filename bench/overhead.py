@@ -80,6 +80,28 @@ def fabric_run(home: SshHome, alias: str, lines: int, run: str | None = None) ->
     return time.perf_counter() - started, len(result.stdout.encode())
 
 
+def process_cpu(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """CPU seconds (user + system) of the process ``argv`` and its children, from wait4."""
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[:6])} exited {os.waitstatus_to_exitcode(status)}")
+    return usage.ru_utime + usage.ru_stime
+
+
+#: bare Fabric as a process of its own: the interpreter, Fabric's imports, the handshake and a
+#: one-line command, what journal's own CPU is measured over
+BARE_FABRIC = (
+    "import sys\n"
+    "from fabric import Config, Connection\n"
+    "with Connection(sys.argv[1], config=Config(runtime_ssh_path=sys.argv[2])) as c:\n"
+    "    c.run({run!r}, hide=True, in_stream=False)\n"
+)
+
+
 def channel_run(home: SshHome, alias: str, lines: int) -> tuple[float, int]:
     """The floor: the same connection, the command read off a raw channel 256 KiB at a time,
     output discarded (what any recorder over Fabric's connection must at least pay)."""
@@ -192,6 +214,20 @@ def main() -> int:
                 f"peak RSS {base_mb or 0:.0f} MB"
             )
             failed |= help_s > HELP_TARGET_S or extra > FIXED_EXTRA_S
+            # the same in CPU seconds, which load inflates least: journal's own work over a
+            # process that imports Fabric and runs the command
+            bare = [sys.executable, "-c", BARE_FABRIC.format(run=command(1)), server.alias,
+                    str(home.config_path)]  # fmt: skip
+            step = [sys.executable, "-m", "journal", "run", "step", step_name(1)]
+            fabric_cpu = statistics.median(process_cpu(bare, env, folder) for _ in range(5))
+            journal_cpu = statistics.median(process_cpu(step, env, folder) for _ in range(5))
+            own = journal_cpu - fabric_cpu
+            print(
+                f"fixed CPU (medians of 5): bare Fabric process {fabric_cpu:.2f} CPU-s, journal "
+                f"run step {journal_cpu:.2f} CPU-s (+{own:.2f}, "
+                f"{'OK' if own <= FIXED_EXTRA_S else 'OVER TARGET'} <= +{FIXED_EXTRA_S})"
+            )
+            failed |= own > FIXED_EXTRA_S
             bare_seq, _ = fabric_run(home, server.alias, 0, SEQ)
             snap, _ = journal_run(folder, env, 0, "seq-snapshots")
             extra = snap - bare_seq

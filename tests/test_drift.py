@@ -258,6 +258,34 @@ def test_a_change_between_readings_names_the_step_runs_in_between_or_none() -> N
     assert outside.seen.phase == "probe"
 
 
+def test_a_long_history_keeps_only_the_step_runs_drift_can_name() -> None:
+    """A year of runs: the readings keep the runs a stretch names (and those one begun later
+    could), not every run, and name the same runs as ever, folded whole or a part at a time."""
+    rec = Recording(GPUS)
+    for host in GPUS:
+        rec.probe(host, torch_env())
+    diverged = rec.step("install-torch", "gpu-2", probe=torch_env(NEW))
+    for day in range(300):
+        for host in GPUS:  # a daily check that reads the stack after it
+            rec.step("smoke", host, probe=torch_env(NEW if host == "gpu-2" else "2.11.0+cu130"))
+        rec.step(f"tune-{day}", "gpu-0")  # and a run with no reading after it
+    in_flight = rec.step("build-kernel", "gpu-1")  # between gpu-1's last reading and the next
+    whole = fold("gpu-fleet", rec.records)
+    assert len(whole.runs) < 10 and in_flight in whole.runs
+    assert whole.run_hosts == ["gpu-2", "gpu-0", "gpu-1", "gpu-3"] and whole.all_hosts() == GPUS
+    since = row(compare(whole), "torch.version").cells["gpu-2"].since
+    assert since is not None and [r.run_id for r in since.runs] == [diverged]
+    # gpu-1 changes after the build: the run in flight between its readings is named
+    rec.probe("gpu-1", torch_env("2.11.0+cu129"))
+    for cut in (len(rec.records) // 3, len(rec.records) - 1):
+        state = fold("gpu-fleet", rec.records[:cut])
+        assert fold("gpu-fleet", rec.records, state) == fold("gpu-fleet", rec.records)
+    report = compare(fold("gpu-fleet", rec.records))
+    since = row(report, "torch.version").cells["gpu-1"].since
+    assert since is not None and [r.run_id for r in since.runs] == [in_flight]
+    assert since.runs[0].status == "succeeded"
+
+
 def test_a_package_installed_later_is_compared_from_the_hosts_first_snapshot() -> None:
     hosts = [*GPUS, "gpu-4"]
     rec = Recording(hosts)

@@ -140,27 +140,12 @@ def _streak(segments: list[Segment], differs: bool, value: str) -> int:
     return start
 
 
-def _between(state: Readings, host: str, prev: Source, seen: Source) -> tuple[StepRunRef, ...]:
-    """The step runs on ``host`` that could have changed what ``prev`` and ``seen`` read."""
-    found = []
-    for run in state.runs.values():
-        if run.host != host or run.benchmark:
-            continue
-        if (run.run_id == prev.run and prev.phase == "after") or (
-            run.run_id == seen.run and seen.phase == "before"
-        ):
-            continue  # read after it ran, or before it did
-        ended = run.finished_seq if run.finished_seq is not None else seen.seq + 1
-        if run.seq < seen.seq and ended > prev.seq:
-            found.append(run)
-    return tuple(sorted(found, key=lambda r: r.seq))
-
-
-def _since(state: Readings, host: str, segments: list[Segment], start: int) -> Since:
+def _since(state: Readings, segments: list[Segment], start: int) -> Since:
     seen = segments[start].first
     if start == 0:
         return Since(True, (), seen)
-    return Since(False, _between(state, host, segments[start - 1].last, seen), seen)
+    runs = tuple(state.runs[run] for run in segments[start].between)
+    return Since(False, runs, seen)
 
 
 def _row(state: Readings, hosts: list[str], key: str, label: str, kind: str) -> Row:
@@ -192,10 +177,10 @@ def _row(state: Readings, hosts: list[str], key: str, label: str, kind: str) -> 
             if majority is None or current != majority:
                 differs = majority is not None
                 start = _streak(segments, differs, majority if differs else current)
-                since = _since(state, name, segments, start)
+                since = _since(state, segments, start)
                 cells[name] = replace(cells[name], odd=True, since=since)
             else:
-                since = _since(state, name, segments, _streak(segments, False, majority))
+                since = _since(state, segments, _streak(segments, False, majority))
                 steps += [run.step for run in since.runs]
     return Row(key, label, kind, cells, majority, dict(ranked), tuple(dict.fromkeys(steps)))
 

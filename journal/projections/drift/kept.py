@@ -44,7 +44,8 @@ def _source(d: dict[str, Any] | None) -> Source | None:
 def _host(d: dict[str, Any]) -> HostReadings:
     series = {
         key: [
-            Segment(Value(**s["value"]), Source(**s["first"]), Source(**s["last"])) for s in segs
+            Segment(Value(**s["value"]), Source(**s["first"]), Source(**s["last"]), s["between"])
+            for s in segs
         ]
         for key, segs in d["series"].items()
     }
@@ -68,6 +69,7 @@ def readings_of(d: dict[str, Any]) -> Readings:
         {host: _host(h) for host, h in d["by_host"].items()},
         d["events"],
         d["last_seq"],
+        d["run_hosts"],
     )
 
 

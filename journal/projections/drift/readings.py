@@ -116,6 +116,9 @@ class Segment:
     value: Value
     first: Source
     last: Source
+    #: the step runs on the host that could have changed the value since the stretch before
+    #: (their ids, in the order they started; worked out when the stretch began)
+    between: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -151,18 +154,21 @@ class Readings:
     journal: str
     hosts: dict[str, str] = field(default_factory=dict)
     runbook: str | None = None
+    #: the step runs a stretch names, and those a stretch begun later may name (the rest are
+    #: let go: :func:`_let_go`)
     runs: dict[str, StepRunRef] = field(default_factory=dict)
     by_host: dict[str, HostReadings] = field(default_factory=dict)
     events: int = 0
     last_seq: int = 0
+    #: the hosts steps ran on, in the order of their first run
+    run_hosts: list[str] = field(default_factory=list)
 
     def host(self, name: str) -> HostReadings:
         return self.by_host.setdefault(name, HostReadings(name))
 
     def all_hosts(self) -> list[str]:
         """The runbook's hosts, then any other host a step ran on or was read on."""
-        runs = (run.host for run in self.runs.values())
-        return list(dict.fromkeys([*self.hosts, *runs, *self.by_host]))
+        return list(dict.fromkeys([*self.hosts, *self.run_hosts, *self.by_host]))
 
 
 _KEY = re.compile("|".join(f"(?:{translate(pattern)})" for pattern in KEY_PACKAGES))
@@ -191,12 +197,56 @@ def read_field(result: dict[str, Any], path: str) -> Value:
     return Value(str(node))
 
 
-def _extend(series: dict[str, list[Segment]], key: str, value: Value, source: Source) -> None:
-    segments = series.setdefault(key, [])
+def _extend(state: Readings, host: HostReadings, key: str, value: Value, source: Source) -> None:
+    segments = host.series.setdefault(key, [])
     if segments and segments[-1].value.text == value.text:
         segments[-1].last = source
+    elif segments:
+        between = _between(state, host.host, segments[-1].last, source)
+        segments.append(Segment(value, source, source, between))
     else:
         segments.append(Segment(value, source, source))
+
+
+def _between(state: Readings, host: str, prev: Source, seen: Source) -> list[str]:
+    """The step runs on ``host`` that could have changed what ``prev`` and ``seen`` read."""
+    found = []
+    for run in state.runs.values():
+        if run.host != host or run.benchmark:
+            continue
+        if (run.run_id == prev.run and prev.phase == "after") or (
+            run.run_id == seen.run and seen.phase == "before"
+        ):
+            continue  # read after it ran, or before it did
+        ended = run.finished_seq if run.finished_seq is not None else seen.seq + 1
+        if run.seq < seen.seq and ended > prev.seq:
+            found.append(run)
+    return [run.run_id for run in sorted(found, key=lambda r: r.seq)]
+
+
+def _let_go(state: Readings) -> None:
+    """Drop the step runs no stretch names and none begun later can: those that ended at or
+    before every host's thing was last read (a new stretch looks back from there), or on a
+    host nothing was read on yet (its first readings begin stretches that look back at none).
+    The readings are what they were; only their memory stops growing with the journal."""
+    named = {
+        run
+        for host in state.by_host.values()
+        for segments in host.series.values()
+        for segment in segments
+        for run in segment.between
+    }
+    floors: dict[str, float] = {}
+    for name, host in state.by_host.items():
+        seqs = [segments[-1].last.seq for segments in host.series.values() if segments]
+        if host.snapshot is not None:
+            seqs.append(host.snapshot.seq)
+        floors[name] = min(seqs, default=float("inf"))
+    for run_id, run in list(state.runs.items()):
+        if run_id in named or run.finished_seq is None:
+            continue
+        if run.finished_seq <= floors.get(run.host, float("inf")):
+            del state.runs[run_id]
 
 
 @singledispatch
@@ -214,6 +264,8 @@ def _(event: StepStarted, rec: Recorded, state: Readings) -> None:
     state.runs[event.run] = StepRunRef(
         event.run, event.step, event.host_name, rec.seq, rec.ts, event.benchmark is not None
     )
+    if event.host_name not in state.run_hosts:
+        state.run_hosts.append(event.host_name)
 
 
 @apply.register
@@ -239,7 +291,7 @@ def _(event: PackagesSnapshotted, rec: Recorded, state: Readings) -> None:
         if key not in host.series and host.first_snapshot and host.snapshot:
             # Installed now, absent from every earlier snapshot of this host.
             host.series[key] = [Segment(Value(NOT_INSTALLED), host.first_snapshot, host.snapshot)]
-        _extend(host.series, key, Value(versions.get(name, NOT_INSTALLED)), source)
+        _extend(state, host, key, Value(versions.get(name, NOT_INSTALLED)), source)
     host.first_snapshot = host.first_snapshot or source
     host.snapshot = source
 
@@ -254,7 +306,7 @@ def _(event: ProbeRecorded, rec: Recorded, state: Readings) -> None:
     source = Source("probe", rec.seq, rec.ts, event.run, "after" if event.run else "probe")
     host = state.host(event.host_name)
     for key, _label in STACK:
-        _extend(host.series, key, read_field(event.result, key), source)
+        _extend(state, host, key, read_field(event.result, key), source)
     host.probed = source
 
 
@@ -270,7 +322,7 @@ def _printed(event: ProbeRecorded, rec: Recorded, state: Readings) -> None:
             continue
         value = read_field(result, key)
         note = f"read from a transcript, line {seen.get('line')}: {seen.get('text', '')}"
-        _extend(host.series, key, Value(value.text, note.strip()), source)
+        _extend(state, host, key, Value(value.text, note.strip()), source)
     host.transcript = source
 
 
@@ -302,13 +354,23 @@ def fold(journal: str, records: Iterable[Recorded], state: Readings | None = Non
     """Fold a journal's events (those of :data:`EVENT_TYPES` suffice) into its readings, or
     extend ``state`` with events newer than it has seen."""
     state = state or Readings(journal)
+    folded = 0
     for rec in records:
         if rec.seq <= state.last_seq:
             continue
         state.events += 1
         state.last_seq = rec.seq
         apply(rec.event, rec, state)
+        folded += 1
+        if folded % LET_GO_EVERY == 0:
+            _let_go(state)
+    if folded:
+        _let_go(state)
     return state
+
+
+#: How many events are folded between two looks at which step runs can be let go.
+LET_GO_EVERY = 5000
 
 
 # -- comparing the hosts of a group ------------------------------------------------------------
