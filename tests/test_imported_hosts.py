@@ -432,3 +432,26 @@ def test_the_hosts_page_shows_what_the_transcript_printed(fleet: tuple[Path, Pat
     assert "read from a transcript" in html and "2.28.9" in html
     assert "torch 2.11.0+cu130 cuda 13.0 nccl (2, 28, 9)" in html  # the line, as evidence
     assert "No drift" not in html and "nothing to compare" in html
+
+
+def test_an_imported_host_keeps_what_an_early_transcript_printed_after_many_later_ones(
+    tmp_path: Path,
+) -> None:
+    """A year of pasted sessions: the driver and NCCL printed once, early, still stand on
+    `journal status` after 40 later sessions that printed only torch (each key's latest)."""
+    db, runbook = tmp_path / "journal.db", write_runbook(tmp_path, RUNBOOK)
+    _ok("import", "transcript", str(STACK_CHECK), "--host", "gpu-box", db=db, runbook=runbook)
+    later = tmp_path / "later.txt"
+    for day in range(40):
+        later.write_text(
+            "ubuntu@gpu-box:~$ python3 -c \"import torch; print('torch:', torch.__version__)\"\n"
+            f"torch: 2.12.0.dev202602{day % 28 + 1:02d}+cu130\n"
+        )
+        _ok("import", "transcript", str(later), "--host", "gpu-box", db=db, runbook=runbook)
+    data = json.loads(_ok("status", "--format", "json", db=db, runbook=runbook))
+    (host,) = [h for h in data["imported_hosts"] if h["host"] == "gpu-box"]
+    reading = next(v for v in host.values() if isinstance(v, dict) and "evidence" in v)
+    assert reading["driver"] == "580.159.04" and reading["nccl"] == "2.28.9"  # the first's
+    assert reading["torch"]["version"] == "2.12.0.dev20260212+cu130"  # the latest torch
+    assert reading["evidence"]["torch.version"]["line"] == 2
+    assert host["commands"] == 40 + len(parse(STACK_CHECK.read_text()))

@@ -200,8 +200,12 @@ class Facts:
         ends = self.ends.get(prefix)
         return ends[2] if ends else 0
 
-    def all(self, prefix: str) -> list[tuple[str, Any]]:
-        return sorted(self.misses.get(prefix, ()))
+    def all(self, prefix: str, start: str = "", end: str = "") -> list[tuple[str, Any]]:
+        return sorted(
+            (key, row)
+            for key, row in self.misses.get(prefix, ())
+            if key >= prefix + start and (not end or key < prefix + end)
+        )
 
     def snapshot(self, key: Any) -> dict[str, Any]:
         return key  # the row of a first package set is the set itself
@@ -214,6 +218,9 @@ class Facts:
 
     def metrics(self) -> list[MetricView]:
         return self._metrics
+
+    def headline(self, make: Callable[[list[MetricView]], Any]) -> Any:
+        return make(self._metrics)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from journal.mapper import of_plain
+from journal.mapper import of_plain, to_plain
 from journal.projections.folder import Folder
 from journal.projections.imported import ImportedHost, merged_readings
 from journal.projections.index import SEP, pos
@@ -37,6 +37,9 @@ from journal.runs import NOT_STARTED, TRIED_AGAIN, UNFINISHED, Alive
 from journal.store.cache import ProjectionCache
 
 _T = TypeVar("_T")
+
+#: The story's headline as last worked out, and the figures it was worked out at.
+HEADLINE = "h:headline"
 
 
 class Digest:
@@ -77,10 +80,27 @@ class Digest:
             return self.item_count
         return self.state.count(prefix, start)
 
-    def all(self, prefix: str) -> list[tuple[str, Any]]:
-        keys = self.state.keys(prefix)
+    def all(self, prefix: str, start: str = "", end: str = "") -> list[tuple[str, Any]]:
+        keys = self.state.keys(prefix, start=start, end=end)
         rows = self.state.rows(keys)
         return [(k, rows[k]) for k in keys if k in rows]
+
+    def headline(self, make: Callable[[list[MetricView]], Any]) -> Any:
+        """The story's headline, ``make`` of every figure: worked out once for the figures as
+        they stand (kept beside the stored timeline until a save changes a figure), so that a
+        reader of a long journal whose figures did not change reads none of them."""
+        from journal.service.story import Headline
+
+        at = self.top.get("figures_at", 0)
+        kept = self.state.rows([HEADLINE]).get(HEADLINE)
+        if kept is not None and kept.get("at") == at:
+            found = kept.get("headline")
+            return None if found is None else of_plain(Headline, found)
+        made = make(self.metrics())
+        plain = None if made is None else to_plain(made)
+        if self.head is not None:  # for the next reader (one saved meanwhile keeps its own)
+            self.state.save(self.head.seq, {HEADLINE: {"at": at, "headline": plain}}, self.head)
+        return made
 
     def snapshot(self, key: str) -> dict[str, Any]:
         return self.state.rows([key]).get(key) or {}
@@ -380,11 +400,26 @@ class Digest:
             last = self.last_run(host)
             if last is None:
                 continue
-            readings = [d for _, d in self.all(f"x:{host}{SEP}")]
-            out[host] = ImportedHost(
-                host, self.count(f"I:{host}{SEP}"), last, merged_readings(readings)
-            )
+            out[host] = ImportedHost(host, self.count(f"I:{host}{SEP}"), last, self._printed(host))
         return out
+
+    def _printed(self, host: str) -> dict[str, Any] | None:
+        """What the host's transcripts printed of the stack, each key's latest
+        (:func:`merged_readings`): read newest first until every key they ever printed is
+        found, not every reading of a year."""
+        wanted = set(self.top.get("printed", {}).get(host, ()))
+        prefix, end, page = f"x:{host}{SEP}", "", 16
+        found: list[Any] = []
+        while True:
+            keys = self.state.last_keys(prefix, page, end=end)
+            rows = self.state.rows(keys)
+            newest_first = [rows[k] for k in reversed(keys) if k in rows]
+            found += newest_first
+            for reading in newest_first:
+                wanted -= set((reading or {}).get("evidence") or {})
+            if not wanted or len(keys) < page:
+                return merged_readings(reversed(found))
+            end, page = keys[0][len(prefix) :], page * 4
 
     def lost(self) -> list[StepRunView]:
         """The recorded runs whose recorder is gone before they ended."""

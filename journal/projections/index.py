@@ -178,7 +178,9 @@ class Facts(Protocol):
 
     def count(self, prefix: str) -> int: ...
 
-    def all(self, prefix: str) -> list[tuple[str, Any]]: ...
+    def all(self, prefix: str, start: str = "", end: str = "") -> list[tuple[str, Any]]:
+        """The rows of ``prefix`` (from ``prefix`` + ``start`` on, before ``prefix`` +
+        ``end`` where given), in key order."""
 
     def snapshot(self, key: str) -> dict[str, Any]:
         """The package set stored under ``key``."""
@@ -190,6 +192,9 @@ class Facts(Protocol):
 
     def metrics(self) -> list[MetricView]:
         """Every figure, in the order recorded."""
+
+    def headline(self, make: Callable[[list[MetricView]], Any]) -> Any:
+        """``make`` of every figure (the story's headline)."""
 
 
 class _TimelineFacts:
@@ -229,8 +234,12 @@ class _TimelineFacts:
         lo, hi = self._span(prefix)
         return hi - lo
 
-    def all(self, prefix: str) -> list[tuple[str, Any]]:
+    def all(self, prefix: str, start: str = "", end: str = "") -> list[tuple[str, Any]]:
         lo, hi = self._span(prefix)
+        if start:
+            lo = bisect.bisect_left(self.keys, prefix + start, lo, hi)
+        if end:
+            hi = bisect.bisect_left(self.keys, prefix + end, lo, hi)
         return [(k, self.rows[k]) for k in self.keys[lo:hi]]
 
     def snapshot(self, key: str) -> dict[str, Any]:
@@ -244,6 +253,9 @@ class _TimelineFacts:
 
     def metrics(self) -> list[MetricView]:
         return self.timeline.metrics
+
+    def headline(self, make: Callable[[list[MetricView]], Any]) -> Any:
+        return make(self.timeline.metrics)
 
 
 def facts_of(timeline: Timeline) -> Facts:

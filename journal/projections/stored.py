@@ -32,7 +32,7 @@ from typing import Any, ClassVar, TypeVar
 
 from journal.mapper import of_plain, to_plain
 from journal.projections.folder import Folder
-from journal.projections.index import rows_of
+from journal.projections.index import TRANSCRIPT, rows_of
 from journal.projections.timeline import (
     HostKeyView,
     MetricView,
@@ -98,8 +98,8 @@ class StoredProjection:
     def rows(self, keys: Iterable[str] | None = None) -> dict[str, Any]:
         return self.cache.rows(self.journal, self.name, keys)
 
-    def keys(self, prefix: str, suffix: str = "", start: str = "") -> list[str]:
-        return self.cache.keys(self.journal, self.name, prefix, suffix, start)
+    def keys(self, prefix: str, suffix: str = "", start: str = "", end: str = "") -> list[str]:
+        return self.cache.keys(self.journal, self.name, prefix, suffix, start, end)
 
     def last_keys(self, prefix: str, limit: int, start: str = "", end: str = "") -> list[str]:
         return self.cache.last_keys(self.journal, self.name, prefix, limit, start, end)
@@ -288,7 +288,7 @@ def load_some(
     def read(head: Head) -> tuple[Restored, dict[str, Any]] | None:
         top = state.rows(["head"]).get("head") or {}
         keys = list(state.rows(wanted).values())
-        if placing is not None and placing.dated is not None:
+        if placing is not None and placing.dated:
             tail = _landmarks(state, top, placing)
             if tail is None:
                 return None
@@ -306,14 +306,18 @@ PLACING_ITEMS = 20_000
 
 def _landmarks(state: StoredProjection, top: dict[str, Any], placing: Touched) -> list[str] | None:
     """The keys of the newest stored items down to the last one recorded (not placed by its
-    own time) at or before the earliest time ``placing``'s dated imports give: the items
+    own time) at or before the earliest time one of ``placing``'s dated imports gives: the items
     :func:`~journal.projections.timeline.place` looks through, newest first, to place each of
     them as a fold of the whole timeline does (none when every stored item is later: then
     the batch's own items or the start of the timeline place them). None when that takes
     more than :data:`PLACING_ITEMS` items."""
-    when = placing.dated
-    if when is None or top.get("earliest") is None or when < top["earliest"]:
-        return []  # dated before every stored item: placed first, or after the batch's own
+    earliest = top.get("earliest")
+    # one dated before every stored item is placed first, or after one of the batch's own
+    when = min(
+        (at for at in placing.dated if earliest is not None and at >= earliest), default=None
+    )
+    if when is None:
+        return []
     keys: list[str] = []
     end, page = "", 64
     while len(keys) < PLACING_ITEMS:
@@ -387,13 +391,15 @@ def _orders(timeline: Timeline, base: dict[str, Any] | None) -> dict[str, Any]:
     of probes and runs (the story's), the hosts of runs and the steps run (progress's), each
     name with the key of the first item naming it (a dated import placed before it moves it
     up); and the earliest time of an item recorded in place (what a dated import is placed
-    by). ``base``: the head a timeline holding only some items was restored from (what those
-    items add is added on)."""
+    by); and per host, what its transcripts printed of the stack (the keys of their readings).
+    ``base``: the head a timeline holding only some items was restored from (what those items
+    add is added on)."""
     first: dict[str, dict[str, str]] = {
         kind: dict((base or {}).get("first", {}).get(kind, {}))
         for kind in ("seen", "run_hosts", "steps")
     }
     earliest = (base or {}).get("earliest")
+    printed = {h: set(keys) for h, keys in (base or {}).get("printed", {}).items()}
 
     def named(kind: str, name: str, item: TimelineItem, key: str | None) -> str | None:
         known = first[kind].get(name)
@@ -410,13 +416,22 @@ def _orders(timeline: Timeline, base: dict[str, Any] | None) -> dict[str, Any]:
             key = named("seen", item.host, item, key)
             key = named("run_hosts", item.host, item, key)
             key = named("steps", item.step, item, key)
+            for probe in item.probes:
+                if probe.probe == TRANSCRIPT and isinstance(probe.result, dict):
+                    shown = probe.result.get("evidence") or {}
+                    printed.setdefault(probe.host, set()).update(shown)
         elif isinstance(item, ProbeView):
             key = named("seen", item.host, item, key)
         if getattr(item, "place", None) is None:
             when = item.started if isinstance(item, StepRunView) else item.ts
             earliest = when if earliest is None else min(earliest, when)
     lists = {kind: sorted(names, key=names.__getitem__) for kind, names in first.items()}
-    return {**lists, "first": first, "earliest": earliest}
+    return {
+        **lists,
+        "first": first,
+        "earliest": earliest,
+        "printed": {host: sorted(keys) for host, keys in printed.items()},
+    }
 
 
 def save(
@@ -438,6 +453,7 @@ def save(
     snapshots = _Snapshots()
     rows: dict[str, Any] = {}
     made: dict[str, list[str]] = {}
+    changed = list(changed)
     for item in changed:
         run = isinstance(item, StepRunView) and item.run_id in unfinished
         key = item_key(item)
@@ -452,6 +468,11 @@ def save(
         for key, old in state.rows(made).items():
             for gone in set(old.get("ix", ())) - set(made[key]):
                 rows[gone] = None
+    figures = any(
+        isinstance(item, MetricView) or (isinstance(item, StepRunView) and item.metrics)
+        for item in changed
+    )
+    before = base if base is not None else {} if anew else state.rows(["head"]).get("head") or {}
     latest_packages = {h: snapshots.key(p) for h, p in timeline.latest_packages.items()}
     rows.update(snapshots.rows)
     added = 0 if base is None else len(timeline.items) - base["_loaded"]
@@ -468,6 +489,8 @@ def save(
         "latest_packages_seq": timeline.latest_packages_seq,
         "unfinished": sorted(unfinished),
         "items": len(timeline.items) if base is None else base.get("items", 0) + added,
+        # the last save that changed a figure: what the story's headline was worked out at
+        "figures_at": seq if figures else before.get("figures_at", 0),
         **_orders(timeline, base),
     }
     return state.save(seq, rows, since, anew)
@@ -479,8 +502,8 @@ class Touched:
 
     runs: set[str]
     last: int
-    #: the earliest time a dated import of the batch is placed by (None: the batch has none)
-    dated: str | None = None
+    #: the times the batch's dated imports are placed by
+    dated: list[str] = dataclasses.field(default_factory=list)
     #: folding it needs the whole timeline (an expectation of no run known)
     whole: bool = False
 
@@ -496,7 +519,7 @@ def _touched(records: Iterable[Any]) -> Touched:
         event, found.last = rec.event, rec.seq
         if isinstance(event, StepStarted):
             if event.imported and event.at:
-                found.dated = min(found.dated or event.at, event.at)
+                found.dated.append(event.at)
             started.add(event.run)
         elif isinstance(event, ExpectationChecked) and event.run_id is None:
             found.whole = True
@@ -519,12 +542,15 @@ def brought_up(store: Any, journal: str, anew: bool = False) -> Head | None:
     """Bring the stored timeline of ``journal`` up to date (``anew``: fold it again from the
     first event, as `journal rebuild` does) a batch of :data:`BATCH_EVENTS` at a time, reading
     only the runs each batch changes and the items its dated imports are placed among (the
-    whole timeline for a batch that needs it; all of it folded at once where none of this
-    version is stored); its head after."""
+    whole timeline for a batch that needs it); anew too where none of this version is stored;
+    its head after."""
     cache = ProjectionCache(store.engine)
     state = _Stored(cache, journal)
-    if anew:  # an empty timeline of this version, folded on from the first event
-        save(cache, journal, Timeline(journal), [], set(), 0, state.head(), anew=True)
+    head = state.head()
+    if anew or not state.usable(head):
+        # an empty timeline of this version, folded on from the first event (none stored
+        # yet, or one an earlier version of journal made)
+        save(cache, journal, Timeline(journal), [], set(), 0, head, anew=True)
     moved = 0
     while moved < TRIES:
         head = state.head()

@@ -190,10 +190,15 @@ def _host_stories(facts: Facts) -> list[HostStory]:
             ]
             story.other_packages = len(moved) - len(story.packages)
         for kind in ("packages", *READINGS):
-            misses = facts.all(f"m:{of}{kind}{SEP}")
-            if not misses:
+            failed = f"m:{of}{kind}{SEP}"
+            if not facts.count(failed):
                 continue
             good = facts.first(f"g:{of}{kind}{SEP}"), facts.last(f"g:{of}{kind}{SEP}")
+            if good[0] is None:
+                misses = facts.all(failed)
+            else:  # those between two good reads change nothing: not read
+                misses = facts.all(failed, end=_after(good[0][0]))
+                misses += facts.all(failed, start=_after(good[1][0]))  # type: ignore[index]
             for key, miss in misses:
                 at = _after(key)
                 if good[0] is None or at < _after(good[0][0]):
@@ -252,7 +257,7 @@ def story(timeline: Timeline | Facts, findings: list[Finding] | Tally) -> Story:
     facts = facts_of(timeline) if isinstance(timeline, Timeline) else timeline
     return Story(
         hosts=_host_stories(facts),
-        headline=_headline(facts.metrics()),
+        headline=facts.headline(_headline),
         open=dict(tally.open),
         acknowledged=tally.acknowledged,
         resolved=tally.resolved,

@@ -107,11 +107,20 @@ class ProjectionCache:
         return out
 
     def keys(
-        self, journal: str, projection: str, prefix: str, suffix: str = "", start: str = ""
+        self,
+        journal: str,
+        projection: str,
+        prefix: str,
+        suffix: str = "",
+        start: str = "",
+        end: str = "",
     ) -> list[str]:
         """Every key starting with ``prefix`` (and ending with ``suffix``; from ``prefix`` +
-        ``start`` on), in ascending order (no row is decoded)."""
+        ``start`` on, and before ``prefix`` + ``end`` where given), in ascending order (no
+        row is decoded)."""
         query = _keys_of(journal, projection, prefix, start).order_by(projection_rows.c.key)
+        if end:
+            query = query.where(projection_rows.c.key < prefix + end)
         if suffix:
             query = query.where(projection_rows.c.key.endswith(suffix, autoescape=True))
         with self.engine.connect() as conn:
