@@ -374,16 +374,19 @@ def test_a_step_after_an_imported_session_is_judged_with_it(tmp_path: Path) -> N
         store.close()
 
 
-@pytest.mark.parametrize("batch", [7, 40])
+@pytest.mark.parametrize(("batch", "save_rows"), [(7, 20_000), (40, 20_000), (7, 1)])
 def test_findings_resolved_across_batches_stay_resolved(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, save_rows: int
 ) -> None:
     """A host whose smoke test failed again and again (no kernel image) and then went through
     on two hosts: a fold in batches (a long journal, a rebuild) resolves every stored finding
     the later runs resolve, as judging the whole journal again does. (Findings loaded from
     the store and resolved were freed, and the next finding made took one's place among the
-    resolved ones: some stayed open, others were marked resolved by another's fact.)"""
+    resolved ones: some stayed open, others were marked resolved by another's fact.) Saved as
+    it goes after every batch (``save_rows`` 1: what a year's journal judged anew does), the
+    same, and the tally counts them alike."""
     monkeypatch.setattr(ledger_module, "BATCH", batch)
+    monkeypatch.setattr(ledger_module, "SAVE_ROWS", save_rows)
     store = EventStore(str(tmp_path / "journal.db"))
     crash = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
     events = []
@@ -410,6 +413,9 @@ def test_findings_resolved_across_batches_stay_resolved(
         expected, _ = replayed_findings(store, "smoke")
         found = Ledger(store, "smoke", never_alive).findings()
         assert shown(found) == shown(expected)
+        told = Ledger(store, "smoke", never_alive).tally()
+        assert sum(told.open.values()) == sum(f.is_open for f in expected)
+        assert told.resolved == sum(f.state == "resolved" for f in expected)
         states = {f.state for f in expected if f.id == "no-kernel-image"}
         assert states == {"resolved", "open"}
     finally:

@@ -127,6 +127,10 @@ def version() -> str:
     return Ledger.version()
 
 
+#: How many rows a fold holds before it saves what it folded so far (and lets them go).
+SAVE_ROWS = 20_000
+
+
 @dataclass
 class Folded:
     """What one bringing-up-to-date of the ledger found: the findings of the runs still
@@ -303,6 +307,13 @@ class Ledger(StoredProjection):
             if len(batch.records) >= BATCH:
                 state.fold(batch.records, folded, final=False, light=batch.light)
                 batch = _Batch()
+                if len(state.rows) >= SAVE_ROWS:
+                    # a long fold (a year's journal judged anew) saved as it goes, so that
+                    # what it holds is a few batches' rows, not every finding
+                    if not self.save(folded.seq, state.changed, since=head, anew=fresh):
+                        raise Moved
+                    head, fresh = self.head(), False
+                    state = _State(self, fresh)
         state.fold(batch.records, folded, final=True, light=batch.light)
         if not state.changed and not fresh:
             return folded
