@@ -78,6 +78,7 @@ RSS_TARGET_MB = 120
 POSTMORTEM_TARGET_S = 10.0
 POSTMORTEM_AT = 100_000
 BATCH = 5000
+TIME = "/usr/bin/time"
 
 SEED_HOSTS = [f"gpu-{i:02d}" for i in range(1, 5)]
 FLEET = [f"gpu-{i:02d}" for i in range(1, 11)]
@@ -453,6 +454,11 @@ def timed(argv: list[str], env: dict[str, str], timeout: float) -> tuple[float, 
     """Wall seconds, peak RSS (MB, from wait4) and exit status of one run of ``argv``; the
     status None when it ran past ``timeout`` and was killed (with its children)."""
     errors = tempfile.TemporaryFile()
+    peak_file = tempfile.NamedTemporaryFile(suffix=".rss")
+    if Path(TIME).exists():
+        # GNU time between: a child's peak RSS as wait4 gives it counts the memory of the
+        # process it was forked from (this bench, ~70 MB), a grandchild's does not
+        argv = [TIME, "-f", "%M", "-o", peak_file.name, *argv]
     started = time.perf_counter()
     proc = subprocess.Popen(
         argv,
@@ -479,13 +485,21 @@ def timed(argv: list[str], env: dict[str, str], timeout: float) -> tuple[float, 
         timer.cancel()
     wall = time.perf_counter() - started
     proc.returncode = code = os.waitstatus_to_exitcode(status)
+    peak = usage.ru_maxrss / 1024
+    said_peak = Path(peak_file.name).read_text().strip().splitlines()
+    if said_peak and said_peak[-1].isdigit():
+        peak = int(said_peak[-1]) / 1024
+    elif argv[0] == TIME and not killed.is_set():  # "Command exited with non-zero status"
+        found = [line for line in said_peak if line.isdigit()]
+        peak = int(found[-1]) / 1024 if found else peak
     if killed.is_set():
-        return wall, usage.ru_maxrss / 1024, None
+        return wall, peak, None
     if code not in (0, 1):
         errors.seek(0)
         said = errors.read().decode("utf-8", "replace").strip().splitlines()
-        print(f"    ({' '.join(argv[7:])}: exit {code}: {' / '.join(said[-3:])[:300]})")
-    return wall, usage.ru_maxrss / 1024, code
+        shown = argv[argv.index("-m") + 6 :] if "-m" in argv else argv
+        print(f"    ({' '.join(shown)}: exit {code}: {' / '.join(said[-3:])[:300]})")
+    return wall, peak, code
 
 
 def median_of(
