@@ -245,10 +245,15 @@ class Digest:
                 counts[status] = counts.get(status, 0) + 1
         return counts
 
-    def hosts_timeline(self, hosts: Iterable[str], runs: Iterable[str] = ()) -> Timeline:
+    def hosts_timeline(
+        self, hosts: Iterable[str], runs: Iterable[str] = (), slim: bool = False
+    ) -> Timeline:
         """A timeline holding only the step runs of ``hosts`` (and the runs ``runs`` names),
         in timeline order, with the head's plan, hosts, counts and latest probes and package
-        sets: what planning on those hosts (a rollback) reads."""
+        sets: what planning on those hosts (a rollback) reads. ``slim``: each run without
+        what planning never reads (its probes but the package snapshots that failed, its
+        figures, expectations, environment and redactions), read a page at a time, so that
+        a host's year of runs costs its package sets and commands."""
         refs = [
             ref
             for host in hosts
@@ -257,7 +262,15 @@ class Digest:
         ]
         named = self.state.rows(f"r:{run}" for run in runs)
         refs += [(pos(key), key) for key in named.values()]
-        found = self.runs(key for _, key in sorted(set(refs)))
+        keys = [key for _, key in sorted(set(refs))]
+        if slim:
+            found = []
+            for start in range(0, len(keys), SLIM_PAGE):
+                page = keys[start : start + SLIM_PAGE]
+                loaded = self._load(page)
+                found += [_slim(loaded[k]) for k in page if isinstance(loaded.get(k), StepRunView)]
+        else:
+            found = self.runs(keys)
         timeline = Timeline(self.journal, plan=self.plan, hosts=self.hosts, items=list(found))
         timeline.runs = {run.run_id: run for run in found}
         timeline.latest_probes = self.latest_probes
@@ -432,6 +445,17 @@ class Digest:
 
     def unmoved(self) -> None:
         self.state.unmoved(self.head)
+
+
+#: How many runs a slim host timeline reads at a time.
+SLIM_PAGE = 1000
+
+
+def _slim(run: Any) -> StepRunView:
+    """A step run with only what rollback planning reads (:meth:`Digest.hosts_timeline`)."""
+    run.probes = [p for p in run.probes if p.probe == "packages" and p.result is None]
+    run.metrics, run.expectations, run.env, run.redactions = [], [], {}, []
+    return run
 
 
 def _brief(row: dict[str, Any], metrics: list[MetricView]) -> StepRunView:

@@ -54,7 +54,7 @@ def _planned(
         runs = []
         if name and name not in steps and name not in runbook.plan:
             runs = [find_stored_run(store, runbook.name, name)[0]]  # else bad input naming it
-        return found.hosts_timeline(names, runs), steps
+        return found.hosts_timeline(names, runs, slim=True), steps
 
     return digest(store, runbook.name, read)
 
