@@ -42,6 +42,7 @@ from journal.pitfalls.ledger_rows import (
     open_key,
     order,
     run_key,
+    stored_order,
     tally_key,
 )
 from journal.pitfalls.lifecycle import AckBook, Lifecycle, follow_from, with_acks
@@ -185,12 +186,11 @@ class Ledger(StoredProjection):
         for start in range(0, len(keys), BATCH_FINDINGS):
             for row, body in self.rows(keys[start : start + BATCH_FINDINGS]).items():
                 for i, d in enumerate(body):
-                    brief = Brief.of(d, acks, (row, i))
-                    places.append((order(brief), 0, row, i, brief))
+                    places.append((stored_order(d), 0, row, i))
         running = with_acks(folded.running, acks)
-        places += [(order(f), 1, "", i, Brief.of_finding(f, i)) for i, f in enumerate(running)]
-        places.sort(key=lambda place: place[:4])
-        return Listing(self, acks, [place[-1] for place in places], running)
+        places += [(order(f), 1, "", i) for i, f in enumerate(running)]
+        places.sort()
+        return Listing(self, acks, [(row, i) for *_, row, i in places], running)
 
     def findings_of(self, runs: Iterable[str]) -> list[Finding]:
         """The findings about these step runs, with their lifecycle and acknowledgements."""
@@ -365,31 +365,49 @@ class Brief:
 
 
 class Listing:
-    """Every finding of a journal in order (:meth:`Ledger.listing`): ``briefs`` says what each
-    is; iterating reads them whole from the ledger's rows, :data:`BATCH_FINDINGS` at a time,
-    with their acknowledgements (again on each iteration)."""
+    """Every finding of a journal in order (:meth:`Ledger.listing`): ``places`` says where
+    each is (its run row and index there; a running one's index in ``running`` after an
+    empty row), nothing more, so that a year's findings are a list of pairs; iterating reads
+    them whole from the ledger's rows, :data:`BATCH_FINDINGS` at a time, with their
+    acknowledgements (again on each iteration)."""
 
     def __init__(
-        self, ledger: Ledger, acks: AckBook, briefs: list[Brief], running: list[Finding]
+        self,
+        ledger: Ledger,
+        acks: AckBook,
+        places: list[tuple[str, int]],
+        running: list[Finding],
     ) -> None:
-        self.ledger, self.acks, self.briefs, self.running = ledger, acks, briefs, running
+        self.ledger, self.acks, self.places, self.running = ledger, acks, places, running
 
     def only(self, keep: Callable[[Brief], bool]) -> Listing:
-        """The findings ``keep`` keeps, in the same order."""
-        return Listing(self.ledger, self.acks, [b for b in self.briefs if keep(b)], self.running)
+        """The findings ``keep`` keeps (told what each is: :class:`Brief`), in the same order."""
+        kept = []
+        for part, rows in self._pages():
+            for row, i in part:
+                if row:
+                    brief = Brief.of(rows[row][i], self.acks, (row, i))
+                else:
+                    brief = Brief.of_finding(self.running[i], i)
+                if keep(brief):
+                    kept.append((row, i))
+        return Listing(self.ledger, self.acks, kept, self.running)
+
+    def _pages(self) -> Iterator[tuple[list[tuple[str, int]], dict[str, Any]]]:
+        for start in range(0, len(self.places), BATCH_FINDINGS):
+            part = self.places[start : start + BATCH_FINDINGS]
+            yield part, self.ledger.rows({row for row, _ in part if row})
 
     def __len__(self) -> int:
-        return len(self.briefs)
+        return len(self.places)
 
     def __iter__(self) -> Iterator[Finding]:
-        for start in range(0, len(self.briefs), BATCH_FINDINGS):
-            part = self.briefs[start : start + BATCH_FINDINGS]
-            rows = self.ledger.rows({b.place[0] for b in part if b.place[0]})
-            found = [finding_of(rows[b.place[0]][b.place[1]]) if b.place[0] else None for b in part]
+        for part, rows in self._pages():
+            found = [finding_of(rows[row][i]) if row else None for row, i in part]
             stored = with_acks([f for f in found if f is not None], self.acks)
             told = iter(stored)
-            for b, f in zip(part, found, strict=True):
-                yield next(told) if f is not None else self.running[b.place[1]]
+            for (_, i), f in zip(part, found, strict=True):
+                yield next(told) if f is not None else self.running[i]
 
 
 class _State:

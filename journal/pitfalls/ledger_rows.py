@@ -61,13 +61,24 @@ def run_key(found: Finding) -> str:
 
 def order(found: Finding) -> tuple[float, int, int, str]:
     """Where a finding is listed: as :func:`journal.pitfalls.judge` orders them."""
-    if found.run and "run_event" in found.facts:
-        at: tuple[float, int] = (found.facts["run_event"] or 0, 0)
-    elif found.seq is not None:
-        at = (found.seq, -1)
+    return _placed(found.run, found.facts, found.seq, found.severity, found.id)
+
+
+def stored_order(d: dict[str, Any]) -> tuple[float, int, int, str]:
+    """:func:`order` of a stored finding (:func:`finding_json`), read from its row."""
+    return _placed(d.get("run"), d.get("facts") or {}, d.get("seq"), d["severity"], d["id"])
+
+
+def _placed(
+    run: str | None, facts: dict[str, Any], seq: int | None, severity: str, id: str
+) -> tuple[float, int, int, str]:
+    if run and "run_event" in facts:
+        at: tuple[float, int] = (facts["run_event"] or 0, 0)
+    elif seq is not None:
+        at = (seq, -1)
     else:
         at = (float("inf"), 0)
-    return (*at, -SEVERITIES.index(found.severity), found.id)
+    return (*at, -SEVERITIES.index(severity), id)
 
 
 # -- findings, runs, figures -------------------------------------------------------------------
