@@ -117,6 +117,7 @@ def rebuild(ctx: Context, args: argparse.Namespace) -> int:
     from journal.projections.digest import Digest
     from journal.projections.drift.kept import current_readings
     from journal.projections.stored import brought_up
+    from journal.service.story import headline
     from journal.store.cache import ProjectionCache
 
     ctx.require_db()
@@ -129,6 +130,7 @@ def rebuild(ctx: Context, args: argparse.Namespace) -> int:
         brought_up(ctx.store, journal, anew=True)
         current_readings(ctx.store, journal)  # what `journal drift` and the hosts page read
         timeline = Digest(ctx.store, journal)
+        timeline.headline(headline)  # worked out now, for the first reader
         total += timeline.events
         counts = timeline.status_counts()
         summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no step runs"

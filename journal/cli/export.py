@@ -23,7 +23,7 @@ from typing import Any
 from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
 from journal.paths import output_file, write_lines
-from journal.projections.period import find_plan_run, since_moment
+from journal.projections.period import find_plan_run, plan_span, since_moment
 from journal.service.runs import find_stored_run
 
 #: File suffixes and the format each names.
@@ -39,9 +39,10 @@ SPOOL_BYTES = 8 * 1024 * 1024
 
 def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     from journal.export import postmortem as export
-    from journal.export.gather import items_of, plan_runs_of, stored
+    from journal.export.gather import BATCH_ITEMS, items_of, stored
     from journal.projections.digest import Digest, digest
     from journal.projections.period import Part
+    from journal.projections.stored import item_key
 
     base_url = base_url_of(args)
     output = output_file(Path(args.output), "the postmortem") if args.output else None
@@ -60,9 +61,20 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
                 "transcript FILE --host H` records some)"
             )
         source = stored(ctx.store, journal, found)
-        spans = plan_runs_of(source) if args.plan_run is not None else {}
-        part = Part(since, _plan_run(journal, list(spans), args.plan_run))
-        span = spans.get(part.plan_run, ("", "")) if part.plan_run else ("", "")
+        known = found.plan_runs_near(args.plan_run) if args.plan_run is not None else []
+        part = Part(since, _plan_run(journal, known, args.plan_run))
+        span, starts = ("", ""), ["i:"]
+        if part.plan_run:  # from its first run to its end
+            runs = found.plan_runs_of(part.plan_run)
+            span = plan_span(runs, part.plan_run)
+            starts.append(item_key(runs[0]))
+        if part.since:  # from the last item before the moment (one placed after it may be)
+            starts.append(found.item_before(ctx.store.seq_since(journal, part.since)))
+        start, until = max(starts), span[1] or None
+
+        def batches() -> Any:
+            return found.part_batches(start, until, BATCH_ITEMS)
+
         listing = source.findings
 
         def findings_of(gathered: Any) -> Any:
@@ -74,7 +86,7 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
         try:
             doc = export.document(
                 source,
-                lambda: items_of(source, part or None, span),
+                lambda: items_of(source, part or None, span, batches if part else None),
                 findings_of,
                 base_url=base_url,
                 part=part or None,

@@ -18,7 +18,7 @@ from typing import Any
 from journal.export.changes import HostChanges, _is_bench
 from journal.pitfalls.base import SEVERITIES, STATES, Finding, Tally
 from journal.projections.index import SEP, rows_of
-from journal.projections.period import Latest, Part, plan_span, within
+from journal.projections.period import Latest, Part, within
 from journal.projections.stored import item_key
 from journal.projections.timeline import (
     MetricView,
@@ -123,27 +123,16 @@ def stored(store: Any, journal: str, digest: Any) -> Source:
     )
 
 
-def plan_runs_of(source: Source) -> dict[str, tuple[str, str]]:
-    """The journal's plan runs, oldest first, each with its span (:func:`plan_span`)."""
-    found: dict[str, list[StepRunView]] = {}
-    spans: dict[str, tuple[str, str]] = {}
-    for batch in source.batches():
-        for item in batch:
-            if isinstance(item, StepRunView) and item.plan_run:
-                found.setdefault(item.plan_run, [])
-                begin, end = spans.get(item.plan_run, (None, None))
-                b, e = plan_span([item], item.plan_run)
-                spans[item.plan_run] = (
-                    b if begin is None else min(begin, b),
-                    e if end is None else max(end, e),
-                )
-    return spans
-
-
-def items_of(source: Source, part: Part | None, span: tuple[str, str]) -> Iterator[TimelineItem]:
-    """The items of ``part`` (every item without one), in timeline order."""
+def items_of(
+    source: Source,
+    part: Part | None,
+    span: tuple[str, str],
+    batches: Callable[[], Iterable[list[TimelineItem]]] | None = None,
+) -> Iterator[TimelineItem]:
+    """The items of ``part`` (every item without one), in timeline order; ``batches``: the
+    items that can be of it (by default every item)."""
     keep = within(part, span) if part else None
-    for batch in source.batches():
+    for batch in (batches or source.batches)():
         for item in batch:
             if keep is None or keep(item):
                 yield item

@@ -440,6 +440,80 @@ class Digest:
         found = [v for v in self.runs(keys) if v.status == "lost" and not v.imported]
         return sorted(found, key=lambda v: v.seq)
 
+    # -- plan runs and parts (the postmortem's --plan-run and --since) ---------------------
+
+    def plan_runs_near(self, wanted: str | None) -> list[str]:
+        """The plan runs ``wanted`` may name, oldest first: those whose id starts with it and
+        the newest five (what :func:`journal.projections.period.find_plan_run` picks from and
+        names), not every plan run of the journal."""
+        newest: list[str] = []
+        end, page = "", 64
+        while len(newest) < 5:
+            keys = self.state.last_keys("L:", page, end=end)
+            rows = self.state.rows(keys)
+            for key in reversed(keys):
+                if rows.get(key) not in newest:
+                    newest.append(rows[key])
+            if len(keys) < page:
+                break
+            end, page = keys[0][2:], page * 4
+        plans = set(newest[:5])
+        if wanted and wanted != "latest":
+            plans |= {key[2:].split(SEP, 1)[0] for key in self.state.keys(f"P:{wanted}")}
+        first = {plan: self.state.first_keys(f"P:{plan}{SEP}", 1) for plan in plans}
+        return sorted((p for p in plans if first[p]), key=lambda p: first[p][0].rsplit(SEP, 1)[1])
+
+    def plan_runs_of(self, plan: str) -> list[StepRunView]:
+        """The step runs of one plan run, in timeline order."""
+        keys = self.state.keys(f"P:{plan}{SEP}")
+        rows = self.state.rows(keys)
+        return self.runs(rows[k] for k in keys if k in rows)
+
+    def part_batches(
+        self, start: str, until: str | None, size: int
+    ) -> Iterator[list[TimelineItem]]:
+        """The items from the item key ``start`` on (``i:`` and its digits), ``size`` at a time,
+        up to the first item recorded in place after the time ``until`` (None: to the end):
+        what a part of the journal can hold (events are stored in the order of their times)."""
+        at, again = start[2:], False
+        while True:
+            # from the last key of the page before (given again, left out): keys of digits
+            keys = self.state.first_keys("i:", size + again, start=at)[again:]
+            if not keys:
+                return
+            loaded = self._load(keys)
+            batch = []
+            for key in keys:
+                item = loaded.get(key)
+                if item is None:
+                    continue
+                placed = getattr(item, "place", None) is not None
+                when = item.started if isinstance(item, StepRunView) else item.ts
+                if until is not None and not placed and when > until:
+                    if batch:
+                        yield batch
+                    return
+                batch.append(item)
+            if batch:
+                yield batch
+            if len(keys) < size:
+                return
+            at, again = keys[-1][2:], True
+
+    def item_before(self, seq: int) -> str:
+        """The key of the last item recorded in place before the event ``seq`` (the runs
+        placed by their own time after it may be of a part from ``seq`` on); ``i:`` when
+        none."""
+        end = f"{seq:012d}"
+        while True:
+            found = self.state.last_keys("i:", 16, end=end)
+            in_place = [key for key in found if len(key) == 14]  # i: and a seq alone
+            if in_place:
+                return in_place[-1]
+            if len(found) < 16:
+                return "i:"
+            end = found[0][2:]
+
     def steps_known(self) -> list[str]:
         return list(dict.fromkeys([*self.plan, *self.top.get("steps", [])]))
 

@@ -18,7 +18,9 @@ so that a later save of the item deletes those that no longer hold):
   failed, ``n:HOST␟POS`` a run's first package snapshot, ``x:HOST␟POS`` a transcript reading;
 - ``M:POS`` each figure (the headline's series, the throughput page's figures);
 - ``c:POS`` each step run in brief (run, step, host, seq, start, benchmark): the runs the
-  throughput page marks on its charts and names between two figures.
+  throughput page marks on its charts and names between two figures;
+- ``P:PLAN␟POS`` each run of a `journal run plan` and ``L:POS`` its plan run's id (the
+  postmortem of one plan run: ``--plan-run``).
 
 ``POS`` is the item's place as fixed-width digits (:func:`pos`), then a number within the item:
 keys of one prefix sort in timeline order under any collation.
@@ -112,6 +114,9 @@ def rows_of(
             "b": item.benchmark,
         }
         out[f"{'I' if item.imported else 'H'}:{item.host}{SEP}{at}"] = key
+        if item.plan_run:
+            out[f"P:{item.plan_run}{SEP}{at}"] = key
+            out[f"L:{at}"] = item.plan_run
         if status in FAILURES:
             out[f"f:{at}"] = key
         first = item.snapshots.get("before") or item.snapshots.get("after")

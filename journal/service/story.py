@@ -214,7 +214,7 @@ def _host_stories(facts: Facts) -> list[HostStory]:
     return stories
 
 
-def _headline(metrics: list[MetricView]) -> Headline | None:
+def headline(metrics: list[MetricView]) -> Headline | None:
     """The preferred rate series' first, worst and last set (its figures ``metrics``, in the
     order recorded). What lies between two sets (:func:`change_steps`) changes no verdict, so
     none is looked up."""
@@ -257,7 +257,7 @@ def story(timeline: Timeline | Facts, findings: list[Finding] | Tally) -> Story:
     facts = facts_of(timeline) if isinstance(timeline, Timeline) else timeline
     return Story(
         hosts=_host_stories(facts),
-        headline=facts.headline(_headline),
+        headline=facts.headline(headline),
         open=dict(tally.open),
         acknowledged=tally.acknowledged,
         resolved=tally.resolved,
