@@ -9,6 +9,7 @@ the reader, again when another process saved in between.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -115,7 +116,13 @@ class Digest:
         return int(self.top.get("latest_packages_seq", {}).get(host, 0))
 
     def metrics(self) -> list[MetricView]:
-        found = [of_plain(MetricView, d) for _, d in self.all("M:")]
+        """Every figure, in the order recorded: read a page at a time, the words they repeat
+        (names, units, hosts, labels) held once."""
+        keys = self.state.keys("M:")
+        found = []
+        for start in range(0, len(keys), METRICS_PAGE):
+            rows = self.state.rows(keys[start : start + METRICS_PAGE])
+            found += [_figure(rows[k]) for k in keys[start : start + METRICS_PAGE] if k in rows]
         return sorted(found, key=lambda m: m.seq)
 
     def figures(self) -> Timeline:
@@ -519,6 +526,20 @@ class Digest:
 
     def unmoved(self) -> None:
         self.state.unmoved(self.head)
+
+
+#: How many figures are read at a time.
+METRICS_PAGE = 2000
+
+
+def _figure(d: dict[str, Any]) -> MetricView:
+    """A stored figure, its repeated words interned (a year's figures share a few dozen)."""
+    for field in ("name", "unit", "source", "host", "benchmark", "author"):
+        if isinstance(d.get(field), str):
+            d[field] = sys.intern(d[field])
+    labels = (d.get("labels") or {}).items()
+    d["labels"] = {sys.intern(k): sys.intern(v) if isinstance(v, str) else v for k, v in labels}
+    return of_plain(MetricView, d)
 
 
 #: How many runs a slim host timeline reads at a time.
