@@ -144,3 +144,31 @@ def test_a_read_begun_again_prints_the_postmortem_once(
     assert len(calls) == 2  # begun again
     doc = json.loads(done.stdout)  # one document, not one and a half
     assert "written meanwhile" in [n["text"] for n in doc["summary"]["notes"]]
+
+
+def test_a_period_tells_its_runs_findings_and_those_of_no_run_from_within_it(
+    db: Path, tmp_path: Path
+) -> None:
+    """A figure recorded by hand that fell (a finding of no run) within the period, and the
+    runs' own findings: the postmortem of the period tells both, as the held one does."""
+    mine = tmp_path / "journal.db"
+    mine.write_bytes(db.read_bytes())
+    for value in ("90", "60"):
+        done = journal("record", "metric", "output_token_throughput", value, "--unit", "tok/s",
+                       "--label", "host=gpu-box", db=mine)  # fmt: skip
+        assert done.returncode == 0, text(done.stderr)
+    store = EventStore(str(mine))
+    try:
+        name = next(iter(store.read())).journal
+        opened = [r.ts for r in store.read(name, types=["StepStarted"])]
+    finally:
+        store.close()
+    since = opened[len(opened) // 3]
+    held = _held(mine, Part(since=since))
+    assert held is not None
+    found = {(p["id"], p.get("run") is None) for p in held["pitfalls"]}
+    assert ("throughput-regression", True) in found and any(not none for _, none in found)
+    done = journal("export", "postmortem", "--format", "json", "--base-url", BASE,
+                   "--since", since, db=mine)  # fmt: skip
+    assert done.returncode == 0, text(done.stderr)
+    assert done.stdout and json.loads(done.stdout) == json.loads(export.to_json(held))

@@ -80,8 +80,8 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
         def findings_of(gathered: Any) -> Any:
             if not part:
                 return listing
-            keep = export.findings_in(gathered)
-            return listing.only(lambda brief: keep(brief.run, brief.seq))
+            first, last = gathered.first_seq, gathered.last_seq
+            return listing.ledger.part_listing(gathered.started, first, last)
 
         try:
             doc = export.document(

@@ -114,13 +114,36 @@ def stored(store: Any, journal: str, digest: Any) -> Source:
         digest.events,
         digest.last_ts,
         lambda: digest.batches(BATCH_ITEMS),
-        Ledger(store, journal).listing(),
+        _Whole(Ledger(store, journal)),
         output,
         lambda run: stderr_tail(store, run),
         digest.latest_packages,
         digest.latest_packages_seq,
         probes.get,
     )
+
+
+class _Whole:
+    """Every finding of the journal (:meth:`Ledger.listing`), listed when first asked: a
+    postmortem of a part reads the part's alone (:meth:`Ledger.part_listing`)."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.ledger = ledger
+        self._listing: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.listing(), name)
+
+    def listing(self) -> Any:
+        if self._listing is None:
+            self._listing = self.ledger.listing()
+        return self._listing
+
+    def __len__(self) -> int:
+        return len(self.listing())
+
+    def __iter__(self) -> Iterator[Finding]:
+        return iter(self.listing())
 
 
 def items_of(

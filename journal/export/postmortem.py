@@ -107,20 +107,6 @@ class Empty(ValueError):
         self.part = part
 
 
-def findings_in(gathered: Gathered) -> Callable[[str | None, int | None], bool]:
-    """Whether a finding (by its run and seq) is about the part gathered: one of its runs,
-    or of no run and held from an event within it (as
-    :func:`journal.service.findings.findings_in` keeps them)."""
-    runs, first, last = gathered.started, gathered.first_seq, gathered.last_seq
-
-    def keep(run: str | None, seq: int | None) -> bool:
-        if run is not None:
-            return run in runs
-        return seq is not None and first is not None and first <= seq <= last  # type: ignore[operator]
-
-    return keep
-
-
 def is_empty(timeline: Timeline) -> bool:
     """Whether the journal holds nothing a postmortem could tell (no run, note or figure)."""
     return not timeline.items
@@ -174,7 +160,8 @@ def document(
 ) -> dict[str, Any]:
     """The postmortem of the items ``items`` gives (a part's, in timeline order, read again
     for each long list) and of the findings ``findings_of`` gives once they are gathered (the
-    part's: :func:`findings_in`; :class:`Empty` for a part without items), its long lists
+    part's: :meth:`journal.pitfalls.ledger.Ledger.part_listing`; :class:`Empty` for a part
+    without items), its long lists
     (the timeline, the pitfalls, the commands) :class:`~journal.streamed.Lazy`: written as
     they are read (:func:`write`), or :func:`~journal.streamed.held` whole. ``keep`` and
     ``made`` hold each change entry (a long journal's as compact JSON) and make it again."""

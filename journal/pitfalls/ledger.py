@@ -192,6 +192,32 @@ class Ledger(StoredProjection):
         places.sort()
         return Listing(self, acks, [(row, i) for *_, row, i in places], running)
 
+    def part_listing(self, runs: Iterable[str], first: int | None, last: int | None) -> Listing:
+        """The findings about a part of the journal in order, as :meth:`listing` lists them
+        (those of its runs, and those of no run held from an event ``first``..``last``: see
+        :func:`journal.service.findings.findings_in`), reading only those rows."""
+        folded = self.advance()
+        acks = book_of(self.rows(["acks"]).get("acks"))
+        runs = set(runs)
+
+        def within(seq: Any) -> bool:
+            return first is not None and seq is not None and first <= seq <= last  # type: ignore[operator]
+
+        wanted = sorted(f"run:{run}" for run in runs)
+        wanted += [k for k in self.keys("run:~") if k[5:].isdigit() and within(int(k[5:]))]
+        places: list[tuple[Any, ...]] = []
+        for start in range(0, len(wanted), BATCH_FINDINGS):
+            for row, body in self.rows(wanted[start : start + BATCH_FINDINGS]).items():
+                places += [(stored_order(d), 0, row, i) for i, d in enumerate(body)]
+        running = with_acks(folded.running, acks)
+        places += [
+            (order(f), 1, "", i)
+            for i, f in enumerate(running)
+            if (f.run in runs if f.run is not None else within(f.seq))
+        ]
+        places.sort()
+        return Listing(self, acks, [(row, i) for *_, row, i in places], running)
+
     def findings_of(self, runs: Iterable[str]) -> list[Finding]:
         """The findings about these step runs, with their lifecycle and acknowledgements."""
         folded = self.advance()
@@ -322,48 +348,6 @@ class Ledger(StoredProjection):
         return folded
 
 
-@dataclass(frozen=True)
-class Brief:
-    """What a finding is, without its evidence and words: where it is listed, its pitfall,
-    severity and state, its run, host and step (and where its row is: ``place``)."""
-
-    id: str
-    severity: str
-    run: str | None
-    host: str | None
-    step: str | None
-    seq: int | None
-    facts: dict[str, Any]
-    state: str
-    place: tuple[str, int]
-
-    @classmethod
-    def of(cls, d: dict[str, Any], acks: AckBook, place: tuple[str, int]) -> Brief:
-        """The brief of a stored finding ``d`` (its acknowledgement as ``acks`` hold it)."""
-        stored = d.get("facts") or {}
-        facts = {"run_event": stored["run_event"]} if "run_event" in stored else {}
-        brief = cls(d["id"], d["severity"], d.get("run"), d.get("host"), d.get("step"),
-                    d.get("seq"), facts, "open", place)  # fmt: skip
-        if d.get("resolved_by") is not None:
-            return replace(brief, state="resolved")
-        if acks.of(brief) is not None:  # type: ignore[arg-type]
-            return replace(brief, state="acknowledged")
-        return brief
-
-    @classmethod
-    def of_finding(cls, f: Finding, i: int) -> Brief:
-        facts = {"run_event": f.facts["run_event"]} if "run_event" in f.facts else {}
-        return cls(f.id, f.severity, f.run, f.host, f.step, f.seq, facts, f.state, ("", i))
-
-    @property
-    def key(self) -> str:
-        return f"{self.id}:{self.run}" if self.run else self.id
-
-    @property
-    def is_open(self) -> bool:
-        return self.state == "open"
-
-
 class Listing:
     """Every finding of a journal in order (:meth:`Ledger.listing`): ``places`` says where
     each is (its run row and index there; a running one's index in ``running`` after an
@@ -379,19 +363,6 @@ class Listing:
         running: list[Finding],
     ) -> None:
         self.ledger, self.acks, self.places, self.running = ledger, acks, places, running
-
-    def only(self, keep: Callable[[Brief], bool]) -> Listing:
-        """The findings ``keep`` keeps (told what each is: :class:`Brief`), in the same order."""
-        kept = []
-        for part, rows in self._pages():
-            for row, i in part:
-                if row:
-                    brief = Brief.of(rows[row][i], self.acks, (row, i))
-                else:
-                    brief = Brief.of_finding(self.running[i], i)
-                if keep(brief):
-                    kept.append((row, i))
-        return Listing(self.ledger, self.acks, kept, self.running)
 
     def _pages(self) -> Iterator[tuple[list[tuple[str, int]], dict[str, Any]]]:
         for start in range(0, len(self.places), BATCH_FINDINGS):
