@@ -76,6 +76,8 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
             return found.part_batches(start, until, BATCH_ITEMS)
 
         listing = source.findings
+        entries = _Entries()
+        spools.append(entries.file)
 
         def findings_of(gathered: Any) -> Any:
             if not part:
@@ -90,8 +92,8 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
                 findings_of,
                 base_url=base_url,
                 part=part or None,
-                keep=compact,
-                made=json.loads,
+                keep=entries.keep,
+                made=entries.made,
             )
         except export.Empty:
             raise BadInput(
@@ -135,10 +137,25 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-def compact(entry: dict[str, Any]) -> str:
-    """A change entry held as compact JSON until it is written (:func:`json.loads` makes it
-    again as it was: its keys are text, its numbers round-trip)."""
-    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+class _Entries:
+    """The change entries of a postmortem held aside until they are written: each as compact
+    JSON in a spooled file (memory up to a few MB, then disk), where :meth:`keep` puts it and
+    :meth:`made` makes it again as it was (its keys are text, its numbers round-trip); what
+    is held per entry is where it lies."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.SpooledTemporaryFile(SPOOL_BYTES, mode="w+b")
+
+    def keep(self, entry: dict[str, Any]) -> tuple[int, int]:
+        data = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+        raw = data.encode("utf-8")
+        at = self.file.seek(0, 2)
+        self.file.write(raw)
+        return at, len(raw)
+
+    def made(self, where: tuple[int, int]) -> Any:
+        self.file.seek(where[0])
+        return json.loads(self.file.read(where[1]))
 
 
 def _since(text: str | None) -> str | None:
