@@ -289,6 +289,37 @@ class Digest:
         timeline.events, timeline.last_ts = self.events, self.last_ts
         return timeline
 
+    def host_runs_in_brief(self, hosts: Iterable[str]) -> list[tuple[StepRunView, str]]:
+        """The step runs of ``hosts`` in timeline order, each in brief (its ``c:`` row: step,
+        host, command, status, imported; no snapshot, probe or output) with its item key;
+        a run not ended read whole and settled: what rollback planning looks through before
+        it reads the few runs it needs whole."""
+        refs = sorted(
+            {
+                ref
+                for host in hosts
+                for kind in "HI"
+                for ref in self._refs(f"{kind}:{host}{SEP}", 0, "")
+            }
+        )
+        out: list[tuple[StepRunView, str]] = []
+        for start in range(0, len(refs), SLIM_PAGE):
+            page = refs[start : start + SLIM_PAGE]
+            rows = self.state.rows(f"c:{at}" for at, _ in page)
+            for at, key in page:
+                row = rows.get(f"c:{at}")
+                if row is None:
+                    continue
+                if row["r"] in self.unfinished:
+                    view = self.run(key)
+                    if view is not None:
+                        out.append((view, key))
+                    continue
+                view = _brief(row, [])
+                view.command, view.status, view.imported = row["x"], row["st"], row["i"]
+                out.append((view, key))
+        return out
+
     def holds_host(self, host: str) -> bool:
         """Whether any item names ``host`` (a note about it, a figure)."""
         return bool(self.state.last_keys(f"o:{host}{SEP}", 1))

@@ -17,8 +17,9 @@ so that a later save of the item deletes those that no longer hold):
   ``g:HOST␟KIND␟POS`` a good read of packages or of a reading probe, ``m:HOST␟KIND␟POS`` one that
   failed, ``n:HOST␟POS`` a run's first package snapshot, ``x:HOST␟POS`` a transcript reading;
 - ``M:POS`` each figure (the headline's series, the throughput page's figures);
-- ``c:POS`` each step run in brief (run, step, host, seq, start, benchmark): the runs the
-  throughput page marks on its charts and names between two figures;
+- ``c:POS`` each step run in brief (run, step, host, seq, start, benchmark, command, stored
+  status, imported): the runs the throughput page marks on its charts and names between two
+  figures, and those rollback planning looks through;
 - ``P:PLAN␟POS`` each run of a `journal run plan` and ``L:POS`` its plan run's id (the
   postmortem of one plan run: ``--plan-run``).
 
@@ -112,6 +113,9 @@ def rows_of(
             "q": item.seq,
             "t": item.started,
             "b": item.benchmark,
+            "x": item.command,
+            "st": status,
+            "i": item.imported,
         }
         out[f"{'I' if item.imported else 'H'}:{item.host}{SEP}{at}"] = key
         if item.plan_run:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
 from journal.events import Event
-from journal.projections.timeline import Timeline
+from journal.projections.timeline import StepRunView, Timeline
+from journal.reading.commands import install_requests
 from journal.runbook import Host, Runbook
 from journal.runs import StepRun
 from journal.service.fleet import FleetRun, Schedule
@@ -44,19 +45,40 @@ def _planned(
     else the runbook's) and the run ``to`` names, where it names one; and every step the
     journal ran. From the stored timeline's index, not the whole timeline."""
     from journal.projections.digest import Digest, digest
-    from journal.service.runs import find_stored_run
+    from journal.service.runs import find_stored_run, latest_attempt, latest_run, rollback_runs
 
     names = [h.name for h in hosts] or list(runbook.hosts)
     name = to.strip().removeprefix("before:").strip()
 
     def read(found: Digest) -> tuple[Timeline, set[str]]:
         steps = set(found.steps_known())
-        runs = []
         if name and name not in steps and name not in runbook.plan:
-            runs = [find_stored_run(store, runbook.name, name)[0]]  # else bad input naming it
-        return found.hosts_timeline(names, runs, slim=True), steps
+            run = find_stored_run(store, runbook.name, name)[0]  # else bad input naming it
+            return found.hosts_timeline(names, [run], slim=True), steps
+        # a step's target: the hosts' runs looked through in brief, and read whole only
+        # where planning reads more than their step, status and command (the run each host
+        # rolls back to, the installs that may have brought a version)
+        brief = found.host_runs_in_brief(names)
+        runs = [view for view, _ in brief]
+        wanted = {view.run_id for view in runs if _installs(view)}
+        pick = latest_attempt if to.strip().startswith("before:") else latest_run
+        for host in names:
+            mine = rollback_runs(runs, host)
+            at = pick(mine, name)
+            if at is not None:
+                wanted.add(mine[at].run_id)
+        whole = {v.run_id: v for v in found.runs(k for v, k in brief if v.run_id in wanted)}
+        timeline = found.hosts_timeline([], slim=True)  # the head's plan, hosts and latest sets
+        timeline.items = [whole.get(view.run_id, view) for view in runs]
+        timeline.runs = {view.run_id: view for view in timeline.items}
+        return timeline, steps
 
     return digest(store, runbook.name, read)
+
+
+def _installs(run: StepRunView) -> bool:
+    """Whether a run's command installs with uv or pip (a source a rollback may reuse)."""
+    return any(r.tool in ("uv", "pip") for r in install_requests(run.command))
 
 
 def target_hosts(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) -> list[str]:
