@@ -294,22 +294,24 @@ class Digest:
         host, command, status, imported; no snapshot, probe or output) with its item key;
         a run not ended read whole and settled: what rollback planning looks through before
         it reads the few runs it needs whole."""
-        refs = sorted(
+        places = sorted(
             {
-                ref
+                key[len(prefix) :]
                 for host in hosts
                 for kind in "HI"
-                for ref in self._refs(f"{kind}:{host}{SEP}", 0, "")
+                for prefix in [f"{kind}:{host}{SEP}"]
+                for key in self.state.keys(prefix)
             }
         )
         out: list[tuple[StepRunView, str]] = []
-        for start in range(0, len(refs), SLIM_PAGE):
-            page = refs[start : start + SLIM_PAGE]
-            rows = self.state.rows(f"c:{at}" for at, _ in page)
-            for at, key in page:
+        for start in range(0, len(places), SLIM_PAGE):
+            page = places[start : start + SLIM_PAGE]
+            rows = self.state.rows(f"c:{at}" for at in page)
+            for at in page:
                 row = rows.get(f"c:{at}")
                 if row is None:
                     continue
+                key = row["k"]
                 if row["r"] in self.unfinished:
                     view = self.run(key)
                     if view is not None:

@@ -18,8 +18,8 @@ so that a later save of the item deletes those that no longer hold):
   failed, ``n:HOST␟POS`` a run's first package snapshot, ``x:HOST␟POS`` a transcript reading;
 - ``M:POS`` each figure (the headline's series, the throughput page's figures);
 - ``c:POS`` each step run in brief (run, step, host, seq, start, benchmark, command, stored
-  status, imported): the runs the throughput page marks on its charts and names between two
-  figures, and those rollback planning looks through;
+  status, imported, item key): the runs the throughput page marks on its charts and names
+  between two figures, and those rollback planning looks through;
 - ``P:PLAN␟POS`` each run of a `journal run plan` and ``L:POS`` its plan run's id (the
   postmortem of one plan run: ``--plan-run``).
 
@@ -116,6 +116,7 @@ def rows_of(
             "x": item.command,
             "st": status,
             "i": item.imported,
+            "k": key,
         }
         out[f"{'I' if item.imported else 'H'}:{item.host}{SEP}{at}"] = key
         if item.plan_run:
