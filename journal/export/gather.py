@@ -131,9 +131,6 @@ class _Whole:
         self.ledger = ledger
         self._listing: Any = None
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.listing(), name)
-
     def listing(self) -> Any:
         if self._listing is None:
             self._listing = self.ledger.listing()

@@ -179,44 +179,39 @@ class Ledger(StoredProjection):
     def listing(self) -> Listing:
         """Every finding of the journal in order, as :meth:`findings` lists them, read from
         the rows a batch at a time (:class:`Listing`: none of them is held)."""
-        folded = self.advance()
-        acks = book_of(self.rows(["acks"]).get("acks"))
-        keys = self.keys("run:")
-        places: list[tuple[Any, ...]] = []
-        for start in range(0, len(keys), BATCH_FINDINGS):
-            for row, body in self.rows(keys[start : start + BATCH_FINDINGS]).items():
-                for i, d in enumerate(body):
-                    places.append((stored_order(d), 0, row, i))
-        running = with_acks(folded.running, acks)
-        places += [(order(f), 1, "", i) for i, f in enumerate(running)]
-        places.sort()
-        return Listing(self, acks, [(row, i) for *_, row, i in places], running)
+        return self._listed(lambda: self.keys("run:"), lambda f: True)
 
     def part_listing(self, runs: Iterable[str], first: int | None, last: int | None) -> Listing:
         """The findings about a part of the journal in order, as :meth:`listing` lists them
         (those of its runs, and those of no run held from an event ``first``..``last``: see
         :func:`journal.service.findings.findings_in`), reading only those rows."""
-        folded = self.advance()
-        acks = book_of(self.rows(["acks"]).get("acks"))
         runs = set(runs)
 
         def within(seq: Any) -> bool:
             return first is not None and seq is not None and first <= seq <= last  # type: ignore[operator]
 
-        wanted = sorted(f"run:{run}" for run in runs)
-        wanted += [k for k in self.keys("run:~") if k[5:].isdigit() and within(int(k[5:]))]
+        def keys() -> list[str]:
+            mine = sorted(f"run:{run}" for run in runs)
+            return mine + [k for k in self.keys("run:~") if k[5:].isdigit() and within(int(k[5:]))]
+
+        return self._listed(keys, lambda f: f.run in runs if f.run is not None else within(f.seq))
+
+    def _listed(
+        self, rows_of: Callable[[], list[str]], running: Callable[[Finding], bool]
+    ) -> Listing:
+        """The findings of the rows ``rows_of`` names (once the ledger is up to date) and
+        those of the runs still running that ``running`` keeps, in order, by where each lies."""
+        folded = self.advance()
+        acks = book_of(self.rows(["acks"]).get("acks"))
+        keys = rows_of()
         places: list[tuple[Any, ...]] = []
-        for start in range(0, len(wanted), BATCH_FINDINGS):
-            for row, body in self.rows(wanted[start : start + BATCH_FINDINGS]).items():
+        for start in range(0, len(keys), BATCH_FINDINGS):
+            for row, body in self.rows(keys[start : start + BATCH_FINDINGS]).items():
                 places += [(stored_order(d), 0, row, i) for i, d in enumerate(body)]
-        running = with_acks(folded.running, acks)
-        places += [
-            (order(f), 1, "", i)
-            for i, f in enumerate(running)
-            if (f.run in runs if f.run is not None else within(f.seq))
-        ]
+        still = with_acks(folded.running, acks)
+        places += [(order(f), 1, "", i) for i, f in enumerate(still) if running(f)]
         places.sort()
-        return Listing(self, acks, [(row, i) for *_, row, i in places], running)
+        return Listing(self, acks, [(row, i) for *_, row, i in places], still)
 
     def findings_of(self, runs: Iterable[str]) -> list[Finding]:
         """The findings about these step runs, with their lifecycle and acknowledgements."""

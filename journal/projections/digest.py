@@ -33,6 +33,7 @@ from journal.projections.timeline import (
     StepRunView,
     Timeline,
     TimelineItem,
+    item_time,
 )
 from journal.runs import NOT_STARTED, TRIED_AGAIN, UNFINISHED, Alive
 from journal.store.cache import ProjectionCache
@@ -252,34 +253,23 @@ class Digest:
                 counts[status] = counts.get(status, 0) + 1
         return counts
 
-    def hosts_timeline(
-        self, hosts: Iterable[str], runs: Iterable[str] = (), slim: bool = False
-    ) -> Timeline:
-        """A timeline holding only the step runs of ``hosts`` (and the runs ``runs`` names),
-        in timeline order, with the head's plan, hosts, counts and latest probes and package
-        sets: what planning on those hosts (a rollback) reads. ``slim``: each run without
-        what planning never reads (its probes but the package snapshots that failed, its
-        figures, expectations, environment and redactions), read a page at a time, so that
-        a host's year of runs costs its package sets and commands."""
+    def hosts_timeline(self, hosts: Iterable[str]) -> Timeline:
+        """A timeline holding only the step runs of ``hosts``, in timeline order
+        (:meth:`timeline_of`)."""
         refs = [
             ref
             for host in hosts
             for kind in "HI"
             for ref in self._refs(f"{kind}:{host}{SEP}", 0, "")
         ]
-        named = self.state.rows(f"r:{run}" for run in runs)
-        refs += [(pos(key), key) for key in named.values()]
-        keys = [key for _, key in sorted(set(refs))]
-        if slim:
-            found = []
-            for start in range(0, len(keys), SLIM_PAGE):
-                page = keys[start : start + SLIM_PAGE]
-                loaded = self._load(page)
-                found += [_slim(loaded[k]) for k in page if isinstance(loaded.get(k), StepRunView)]
-        else:
-            found = self.runs(keys)
-        timeline = Timeline(self.journal, plan=self.plan, hosts=self.hosts, items=list(found))
-        timeline.runs = {run.run_id: run for run in found}
+        return self.timeline_of(self.runs(key for _, key in sorted(set(refs))))
+
+    def timeline_of(self, runs: list[StepRunView]) -> Timeline:
+        """A timeline holding only ``runs`` (in timeline order), with the head's plan, hosts,
+        counts and latest probes and package sets: what planning on some hosts (a rollback)
+        reads."""
+        timeline = Timeline(self.journal, plan=self.plan, hosts=self.hosts, items=list(runs))
+        timeline.runs = {run.run_id: run for run in runs}
         timeline.latest_probes = self.latest_probes
         for host in self.top.get("latest_packages", {}):
             packages = self.latest_packages(host)
@@ -304,8 +294,8 @@ class Digest:
             }
         )
         out: list[tuple[StepRunView, str]] = []
-        for start in range(0, len(places), SLIM_PAGE):
-            page = places[start : start + SLIM_PAGE]
+        for start in range(0, len(places), BRIEF_PAGE):
+            page = places[start : start + BRIEF_PAGE]
             rows = self.state.rows(f"c:{at}" for at in page)
             for at in page:
                 row = rows.get(f"c:{at}")
@@ -528,7 +518,7 @@ class Digest:
                 if item is None:
                     continue
                 placed = getattr(item, "place", None) is not None
-                when = item.started if isinstance(item, StepRunView) else item.ts
+                when = item_time(item)
                 if until is not None and not placed and when > until:
                     if batch:
                         yield batch
@@ -575,15 +565,8 @@ def _figure(d: dict[str, Any]) -> MetricView:
     return of_plain(MetricView, d)
 
 
-#: How many runs a slim host timeline reads at a time.
-SLIM_PAGE = 1000
-
-
-def _slim(run: Any) -> StepRunView:
-    """A step run with only what rollback planning reads (:meth:`Digest.hosts_timeline`)."""
-    run.probes = [p for p in run.probes if p.probe == "packages" and p.result is None]
-    run.metrics, run.expectations, run.env, run.redactions = [], [], {}, []
-    return run
+#: How many runs in brief are read at a time.
+BRIEF_PAGE = 1000
 
 
 def _brief(row: dict[str, Any], metrics: list[MetricView]) -> StepRunView:

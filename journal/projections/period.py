@@ -27,6 +27,7 @@ from journal.projections.timeline import (
     StepRunView,
     Timeline,
     TimelineItem,
+    item_time,
 )
 
 _AGO = re.compile(r"(\d+)([mhdw])")
@@ -92,10 +93,6 @@ def find_plan_run(timeline: Timeline, wanted: str, known: list[str] | None = Non
     raise ValueError(f"{said} (the latest first: {newest}; or 'latest')")
 
 
-def _time(item: TimelineItem) -> str:
-    return item.started if isinstance(item, StepRunView) else item.ts
-
-
 def plan_span(runs: Iterable[StepRunView], plan_run: str) -> tuple[str, str]:
     """When the plan run ran: its first run's start and its last run's end."""
     own = [r for r in runs if r.plan_run == plan_run]
@@ -113,9 +110,9 @@ def within(part: Part, span: tuple[str, str] = ("", "")) -> Callable[[TimelineIt
             if isinstance(item, StepRunView):
                 if item.plan_run != part.plan_run:
                     return False
-            elif not begin <= _time(item) <= end:
+            elif not begin <= item_time(item) <= end:
                 return False
-        return part.since is None or _time(item) >= part.since
+        return part.since is None or item_time(item) >= part.since
 
     return keep
 

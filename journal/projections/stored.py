@@ -41,6 +41,7 @@ from journal.projections.timeline import (
     StepRunView,
     Timeline,
     TimelineItem,
+    item_time,
     order_key,
 )
 from journal.runs import UNFINISHED, Alive
@@ -275,21 +276,22 @@ def load_newest(cache: ProjectionCache, journal: str, newest: int) -> tuple[Rest
 
 
 def load_some(
-    cache: ProjectionCache, journal: str, runs: Iterable[str], placing: Touched | None = None
+    cache: ProjectionCache, journal: str, runs: Iterable[str], dated: Iterable[str] = ()
 ) -> tuple[Restored, dict[str, Any]] | None:
     """The stored timeline holding only the runs named by ``runs`` (those stored) and what its
     head says (plan, hosts, counts, the latest probes and snapshots), with the head row
     (:func:`save`'s ``base``: how many items it was restored with under ``_loaded``); None
-    when there is none of this version, or when the dated imports of ``placing`` need the
-    whole timeline (:func:`_landmarks`)."""
+    when there is none of this version, or when imports ``dated`` (by their times) need the
+    whole timeline to be placed (:func:`_landmarks`)."""
     state = _Stored(cache, journal)
     wanted = [f"r:{run}" for run in runs]
+    dated = list(dated)
 
     def read(head: Head) -> tuple[Restored, dict[str, Any]] | None:
         top = state.rows(["head"]).get("head") or {}
         keys = list(state.rows(wanted).values())
-        if placing is not None and placing.dated:
-            tail = _landmarks(state, top, placing)
+        if dated:
+            tail = _landmarks(state, top, dated)
             if tail is None:
                 return None
             keys += tail
@@ -304,18 +306,18 @@ def load_some(
 PLACING_ITEMS = 20_000
 
 
-def _landmarks(state: StoredProjection, top: dict[str, Any], placing: Touched) -> list[str] | None:
+def _landmarks(
+    state: StoredProjection, top: dict[str, Any], dated: Iterable[str]
+) -> list[str] | None:
     """The keys of the newest stored items down to the last one recorded (not placed by its
-    own time) at or before the earliest time one of ``placing``'s dated imports gives: the items
+    own time) at or before the earliest time of the imports ``dated`` (their times): the items
     :func:`~journal.projections.timeline.place` looks through, newest first, to place each of
     them as a fold of the whole timeline does (none when every stored item is later: then
     the batch's own items or the start of the timeline place them). None when that takes
     more than :data:`PLACING_ITEMS` items."""
     earliest = top.get("earliest")
     # one dated before every stored item is placed first, or after one of the batch's own
-    when = min(
-        (at for at in placing.dated if earliest is not None and at >= earliest), default=None
-    )
+    when = min((at for at in dated if earliest is not None and at >= earliest), default=None)
     if when is None:
         return []
     keys: list[str] = []
@@ -423,7 +425,7 @@ def _orders(timeline: Timeline, base: dict[str, Any] | None) -> dict[str, Any]:
         elif isinstance(item, ProbeView):
             key = named("seen", item.host, item, key)
         if getattr(item, "place", None) is None:
-            when = item.started if isinstance(item, StepRunView) else item.ts
+            when = item_time(item)
             earliest = when if earliest is None else min(earliest, when)
     lists = {kind: sorted(names, key=names.__getitem__) for kind, names in first.items()}
     return {
@@ -561,7 +563,7 @@ def brought_up(store: Any, journal: str, anew: bool = False) -> Head | None:
         with contextlib.closing(store.read(journal, after=head.seq)) as recorded:
             scanned = _touched(itertools.islice(recorded, BATCH_EVENTS))
         upto = scanned.last
-        found = None if scanned.whole else load_some(cache, journal, scanned.runs, scanned)
+        found = None if scanned.whole else load_some(cache, journal, scanned.runs, scanned.dated)
         if found is None:  # this batch folded onto the whole timeline, the next ones in part
             restored, base = load(cache, journal), None
             if restored is None:

@@ -440,7 +440,7 @@ def place(items: list[TimelineItem], view: StepRunView) -> None:
     for item in reversed(items):
         if getattr(item, "place", None) is not None:
             continue  # placed by its own time: the items recorded here are the landmarks
-        if _time(item) <= view.started:
+        if item_time(item) <= view.started:
             view.place = item.seq
             break
     key = order_key(view)
@@ -452,7 +452,8 @@ def index_of(items: list[TimelineItem], item: TimelineItem) -> int:
     return bisect.bisect_left(items, order_key(item), key=order_key)
 
 
-def _time(item: TimelineItem) -> str:
+def item_time(item: TimelineItem) -> str:
+    """When an item was recorded: a step run's start, any other item's time."""
     return item.started if isinstance(item, StepRunView) else item.ts
 
 

@@ -52,26 +52,29 @@ def _planned(
 
     def read(found: Digest) -> tuple[Timeline, set[str]]:
         steps = set(found.steps_known())
+        named = None
         if name and name not in steps and name not in runbook.plan:
-            run = find_stored_run(store, runbook.name, name)[0]  # else bad input naming it
-            return found.hosts_timeline(names, [run], slim=True), steps
-        # a step's target: the hosts' runs looked through in brief, and read whole only
-        # where planning reads more than their step, status and command (the run each host
-        # rolls back to, the installs that may have brought a version)
+            named = find_stored_run(store, runbook.name, name)[0]  # else bad input naming it
+        # the hosts' runs looked through in brief, and read whole only where planning reads
+        # more than their step, status and command: the run each host rolls back to, and
+        # the installs that may have brought a version
         brief = found.host_runs_in_brief(names)
         runs = [view for view, _ in brief]
         wanted = {view.run_id for view in runs if _installs(view)}
-        pick = latest_attempt if to.strip().startswith("before:") else latest_run
-        for host in names:
-            mine = rollback_runs(runs, host)
-            at = pick(mine, name)
-            if at is not None:
-                wanted.add(mine[at].run_id)
+        if named is not None:
+            wanted.add(named)
+        else:
+            pick = latest_attempt if to.strip().startswith("before:") else latest_run
+            for host in names:
+                mine = rollback_runs(runs, host)
+                at = pick(mine, name)
+                if at is not None:
+                    wanted.add(mine[at].run_id)
         whole = {v.run_id: v for v in found.runs(k for v, k in brief if v.run_id in wanted)}
-        timeline = found.hosts_timeline([], slim=True)  # the head's plan, hosts and latest sets
-        timeline.items = [whole.get(view.run_id, view) for view in runs]
-        timeline.runs = {view.run_id: view for view in timeline.items}
-        return timeline, steps
+        items = [whole.get(view.run_id, view) for view in runs]
+        if named is not None and named not in whole:  # a run of a host not planned on
+            items += [v for v in [found.run_of(named)] if v is not None]
+        return found.timeline_of(items), steps
 
     return digest(store, runbook.name, read)
 
