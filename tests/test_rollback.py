@@ -222,6 +222,11 @@ def test_rollback_before_install_torch_with_uv_restores_the_old_stack(
         "nvidia-nccl-cu13==2.28.9",
         "numpy==2.4.1",
     }
+    # named by its run (a unique start of its id): the same target, the same sources
+    by_run = demo.run("rollback", "--to", runs["reinstall-torch"][:12], "--dry-run", "--format",
+                      "json")  # fmt: skip
+    assert by_run.returncode == 0, text(by_run.stderr)
+    assert json.loads(by_run.stdout)["hosts"][0]["install"] == plan["install"]
 
 
 def test_rollback_with_pip_when_the_host_has_no_uv(demo_folder: Path, tmp_path: Path) -> None:

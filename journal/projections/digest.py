@@ -312,6 +312,21 @@ class Digest:
                 out.append((view, key))
         return out
 
+    def planning_runs(self, keys: list[str]) -> dict[str, StepRunView]:
+        """The step runs stored under ``keys`` by id, read a page at a time and each kept
+        with only what rollback planning reads (its command, status, package sets and the
+        package snapshots that failed; not its other probes, figures, expectations,
+        environment or redactions): a fleet's installs of a year cost their package sets."""
+        out: dict[str, StepRunView] = {}
+        for start in range(0, len(keys), BRIEF_PAGE):
+            for view in self._load(keys[start : start + BRIEF_PAGE]).values():
+                if isinstance(view, StepRunView):
+                    failed = [p for p in view.probes if p.probe == "packages" and p.result is None]
+                    view.probes = failed
+                    view.metrics, view.expectations, view.env, view.redactions = [], [], {}, []
+                    out[view.run_id] = view
+        return out
+
     def holds_host(self, host: str) -> bool:
         """Whether any item names ``host`` (a note about it, a figure)."""
         return bool(self.state.last_keys(f"o:{host}{SEP}", 1))

@@ -52,29 +52,28 @@ def _planned(
 
     def read(found: Digest) -> tuple[Timeline, set[str]]:
         steps = set(found.steps_known())
-        named = None
+        named, planned = None, names
         if name and name not in steps and name not in runbook.plan:
             named = find_stored_run(store, runbook.name, name)[0]  # else bad input naming it
+            where = found.step_and_host(named)
+            planned = [where[1]] if where else []  # a run's target is its own host's
         # the hosts' runs looked through in brief, and read whole only where planning reads
         # more than their step, status and command: the run each host rolls back to, and
         # the installs that may have brought a version
-        brief = found.host_runs_in_brief(names)
+        brief = found.host_runs_in_brief(planned)
         runs = [view for view, _ in brief]
         wanted = {view.run_id for view in runs if _installs(view)}
         if named is not None:
             wanted.add(named)
         else:
             pick = latest_attempt if to.strip().startswith("before:") else latest_run
-            for host in names:
+            for host in planned:
                 mine = rollback_runs(runs, host)
                 at = pick(mine, name)
                 if at is not None:
                     wanted.add(mine[at].run_id)
-        whole = {v.run_id: v for v in found.runs(k for v, k in brief if v.run_id in wanted)}
-        items = [whole.get(view.run_id, view) for view in runs]
-        if named is not None and named not in whole:  # a run of a host not planned on
-            items += [v for v in [found.run_of(named)] if v is not None]
-        return found.timeline_of(items), steps
+        whole = found.planning_runs([k for v, k in brief if v.run_id in wanted])
+        return found.timeline_of([whole.get(view.run_id, view) for view in runs]), steps
 
     return digest(store, runbook.name, read)
 
