@@ -21,6 +21,8 @@ from journal.events import (
     StepStarted,
 )
 from journal.export.chart import (
+    BINS,
+    MAX_FIGURES,
     MAX_SERIES,
     charts_of,
     marks_of,
@@ -459,3 +461,58 @@ def test_no_figure_draws_an_empty_chart_that_says_so() -> None:
     svg = svg_chart([], [], title="output_token_throughput")
     assert "no figures to draw" in svg
     parse(svg)
+
+
+# -- a year of figures --------------------------------------------------------------------------
+
+
+def test_a_chart_of_many_figures_is_summarised_in_runs_with_medians_spreads_and_step_counts(
+    tmp_path: Path,
+) -> None:
+    """A year of nightly benchmarks on one chart: 600 figures, then the torch swap, then 600
+    more at half the speed. The chart draws runs of consecutive figures (a median and its
+    lowest-to-highest bar each), not 1,200 points; every figure is counted in one run; the
+    step run between the two halves is a tick whose tooltip names it; the fall shows."""
+    events: list[Event] = [JournalOpened(SEED, "runbook.toml", {HOST: "ubuntu@gpu-box"}, [])]
+    for n in range(600):
+        events += bench_events(f"a{n}", 90.0 + n % 3)  # 90, 91, 92, 90, ...
+    events += step_events("swap", "install-torch", "uv pip install torch", " + torch==2.12.0\n")
+    for n in range(600):
+        events += bench_events(f"b{n}", 45.0 + n % 5, invalid="truncated" if n == 7 else None)
+    write_journal(tmp_path / "journal.db", events)
+    (chart,) = charts_of(timeline_of(tmp_path / "journal.db"))
+    root = parse(chart.svg)
+
+    summaries = groups(root, "summary")
+    points = [g for g in summaries if "point" in (g.get("class") or "").split()]
+    trusted = [g for g in points if "untrusted" not in (g.get("class") or "")]
+    assert not [g for g in groups(root, "point") if "summary" not in (g.get("class") or "")]
+    assert len(trusted) == BINS
+    assert sum(int(g.get("data-count") or 0) for g in points) == 1200
+    # each run: its median, and a bar from its lowest figure to its highest
+    first = trusted[0].find(f"{SVG}title")
+    assert first is not None and first.text is not None
+    assert first.text.startswith("20 figures of output_token_throughput (gpu-box, concurrency=1)")
+    assert "median 91, 90 to 92 tok/s" in first.text
+    # the fall from about 91 to about 47 tok/s: later medians are drawn lower (larger y)
+    assert circle_y(trusted[-1]) > circle_y(trusted[0]) + 50
+    (bad,) = [g for g in points if "untrusted" in (g.get("class") or "")]
+    assert "not trusted: truncated" in "".join(bad.itertext())
+    # the swap between the halves: one tick, its tooltip names the step
+    (tick,) = groups(root, "mark")
+    assert "1 step run among figures" in "".join(tick.itertext())
+    assert "install-torch ×1" in "".join(tick.itertext())
+    assert "1,200 figures in 60 runs of about 20" in "".join(root.itertext())
+    # its size follows the runs drawn, not the figures
+    assert len(chart.svg) < 60_000
+
+
+def test_a_chart_at_the_limit_still_draws_every_figure(tmp_path: Path) -> None:
+    events: list[Event] = [JournalOpened(SEED, "runbook.toml", {HOST: "ubuntu@gpu-box"}, [])]
+    for n in range(MAX_FIGURES):
+        events += bench_events(f"a{n}", 90.0 + n % 3)
+    write_journal(tmp_path / "journal.db", events)
+    (chart,) = charts_of(timeline_of(tmp_path / "journal.db"))
+    root = parse(chart.svg)
+    assert len(groups(root, "point")) == MAX_FIGURES
+    assert not groups(root, "summary")

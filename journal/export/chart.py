@@ -12,6 +12,12 @@ recorded. A step run that lies between two figures of the chart is a dashed vert
 with the step's name, so the chart says what happened between 54.1 and 96.1 tok/s.
 Everything taken from the record (names, labels, hosts, steps) is escaped: hosts are not
 trusted.
+
+A chart of more than :data:`MAX_FIGURES` figures is summarised: the figures, in order, are cut
+into :data:`BINS` runs of about as many each; a series draws each run as its median (the
+line goes through the medians) and a bar from its lowest figure to its highest, and the step
+runs between two runs are one tick above the plot whose tooltip counts them by step. Its
+size follows :data:`BINS`, not the journal.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
@@ -41,6 +48,11 @@ FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif"
 LEFT, RIGHT, BOTTOM, LEGEND_ROW = 64, 20, 54, 18
 #: Labels closer than this (px) on the x axis are not all printed.
 TICK_GAP = 26
+#: A chart of more places (figures) than this draws them summarised, in :data:`BINS` runs of
+#: consecutive figures: a year of nightly benchmarks is 20,000 figures, and a point each is
+#: neither readable nor small.
+MAX_FIGURES = 160
+BINS = 60
 
 
 @dataclass(frozen=True)
@@ -290,6 +302,13 @@ def svg_chart(
     plot_w, bottom = width - LEFT - RIGHT, height - BOTTOM
     plot_h = bottom - top
     seqs = {p.seq for p in points}
+    if len(seqs) > MAX_FIGURES:
+        lo, hi, ticks = y_scale(p.value for p in points)
+        out += _y_axis(series, ticks, lo, hi, top, bottom, width)
+        out += _summary(drawn, marks, sorted(seqs), lo, hi, top, bottom, width)
+        out += _legend(series, untrusted, height, width)
+        out.append("</svg>")
+        return "\n".join(out)
     shown = _shown_marks(marks, seqs)
     slots = sorted(seqs | {m.seq for m in shown})
     x_of = {seq: LEFT + (i + 0.5) * plot_w / len(slots) for i, seq in enumerate(slots)}
@@ -298,23 +317,7 @@ def svg_chart(
     def y(value: float) -> float:
         return bottom - (value - lo) / (hi - lo) * plot_h
 
-    unit = series[0].unit if series else None
-    # y axis: grid lines, round ticks, the unit
-    out.append('<g class="y-axis">')
-    for tick in ticks:
-        ty = _f(y(tick))
-        out.append(
-            f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{ty}" y2="{ty}" stroke="{GRID}"/>'
-            f'<text x="{LEFT - 6}" y="{ty}" dy="4" text-anchor="end" fill="{MUTED}">'
-            f"{escape(number(tick))}</text>"
-        )
-    if unit:
-        mid = _f(top + plot_h / 2)
-        out.append(
-            f'<text class="unit" x="14" y="{mid}" transform="rotate(-90 14 {mid})" '
-            f'text-anchor="middle" fill="{MUTED}">{escape(unit)}</text>'
-        )
-    out.append("</g>")
+    out += _y_axis(series, ticks, lo, hi, top, bottom, width)
     # x axis: the order of events; times under the figures where they change
     out.append('<g class="x-axis">')
     out.append(
@@ -404,7 +407,45 @@ def svg_chart(
                 f'text-anchor="middle" fill="{ink}" {HALO}>{escape(number(point.value))}</text></g>'
             )
         out.append("</g>")
-    # legend
+    out += _legend(series, untrusted, height, width)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _y_axis(
+    series: list[Series],
+    ticks: list[float],
+    lo: float,
+    hi: float,
+    top: int,
+    bottom: int,
+    width: int,
+) -> list[str]:
+    """Grid lines, round ticks and the unit."""
+    plot_h = bottom - top
+    unit = series[0].unit if series else None
+    out = ['<g class="y-axis">']
+    for tick in ticks:
+        ty = _f(bottom - (tick - lo) / (hi - lo) * plot_h)
+        out.append(
+            f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{ty}" y2="{ty}" stroke="{GRID}"/>'
+            f'<text x="{LEFT - 6}" y="{ty}" dy="4" text-anchor="end" fill="{MUTED}">'
+            f"{escape(number(tick))}</text>"
+        )
+    if unit:
+        mid = _f(top + plot_h / 2)
+        out.append(
+            f'<text class="unit" x="14" y="{mid}" transform="rotate(-90 14 {mid})" '
+            f'text-anchor="middle" fill="{MUTED}">{escape(unit)}</text>'
+        )
+    out.append("</g>")
+    return out
+
+
+def _legend(series: list[Series], untrusted: bool, height: int, width: int) -> list[str]:
+    """Which way is better, beside the legend's first row; a row per series (and one for
+    untrusted figures)."""
+    out: list[str] = []
     # which way is better, beside the legend's first row
     way = {"higher": "↑ higher is better", "lower": "↓ lower is better"}.get(
         series[0].direction if series else ""
@@ -431,5 +472,168 @@ def svg_chart(
             "</g>"
         )
     out.append("</g>")
-    out.append("</svg>")
-    return "\n".join(out)
+    return out
+
+
+def _summary(
+    drawn: list[tuple[Series, list[MetricView]]],
+    marks: list[Mark],
+    seqs: list[int],
+    lo: float,
+    hi: float,
+    top: int,
+    bottom: int,
+    width: int,
+) -> list[str]:
+    """The x axis, step runs and series of a chart of many figures (``seqs``, in order), in
+    :data:`BINS` runs of consecutive figures (see the module docstring)."""
+    plot_w, plot_h = width - LEFT - RIGHT, bottom - top
+    bins = min(BINS, len(seqs))
+    starts = [len(seqs) * i // bins for i in range(bins)]  # each run's first figure
+    firsts = [seqs[i] for i in starts]
+    slot = plot_w / bins
+
+    def place(seq: int) -> int:
+        return bisect.bisect_right(firsts, seq) - 1
+
+    def x(index: int) -> float:
+        return LEFT + (index + 0.5) * slot
+
+    def y(value: float) -> float:
+        return bottom - (value - lo) / (hi - lo) * plot_h
+
+    # what each run holds: per series its trusted and untrusted figures
+    held: list[list[list[MetricView]]] = []
+    untrusted: list[list[list[MetricView]]] = []
+    times = [["", ""] for _ in range(bins)]
+    for _, pts in drawn:
+        mine: list[list[MetricView]] = [[] for _ in range(bins)]
+        bad: list[list[MetricView]] = [[] for _ in range(bins)]
+        for point in pts:
+            at = place(point.seq)
+            (bad if point.invalid else mine)[at].append(point)
+            span = times[at]
+            if not span[0] or point.ts < span[0]:
+                span[0] = point.ts
+            if point.ts > span[1]:
+                span[1] = point.ts
+        held.append(mine)
+        untrusted.append(bad)
+
+    out = ['<g class="x-axis">']
+    out.append(
+        f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>'
+    )
+    last_label, last_x, tick_x = "", -1e9, -1e9
+    for index, first in enumerate(starts):
+        px = x(index)
+        out.append(
+            f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{bottom}" y2="{bottom + 4}" stroke="{MUTED}"/>'
+        )
+        text = f"{first + 1:,}"  # the place of the run's first figure in the order
+        if px - tick_x >= max(TICK_GAP, 7 * len(text) + 10):
+            out.append(
+                f'<text class="tick" x="{_f(px)}" y="{bottom + 15}" text-anchor="middle" '
+                f'fill="{MUTED}">{text}</text>'
+            )
+            tick_x = px
+        label = _ts_label(times[index][0])
+        if times[index][0] and label != last_label and px - last_x >= 80:
+            out.append(
+                f'<text class="time" x="{_f(px)}" y="{bottom + 29}" text-anchor="middle" '
+                f'fill="{MUTED}">{escape(label)}</text>'
+            )
+            last_label, last_x = label, px
+    per = len(seqs) / bins
+    out.append(
+        f'<text x="{width - RIGHT}" y="{bottom + 45}" text-anchor="end" fill="{MUTED}">'
+        f"{len(seqs):,} figures in {bins} runs of about {per:,.0f}: median and lowest to "
+        "highest (not to time scale) →</text>"
+    )
+    out.append("</g>")
+
+    # step runs: counted by step between two runs of figures (or within one)
+    steps: list[dict[str, int]] = [{} for _ in range(bins)]
+    for mark in marks:
+        if not seqs[0] < mark.seq < seqs[-1]:
+            continue
+        counted = steps[place(mark.seq)]
+        counted[mark.label] = counted.get(mark.label, 0) + 1
+    for index, counted in enumerate(steps):
+        if not counted:
+            continue
+        total = sum(counted.values())
+        named = ", ".join(f"{step} ×{n}" for step, n in sorted(counted.items(), key=_most))
+        span = times[index]
+        about = (
+            f"{total:,} step run{'' if total == 1 else 's'} among figures "
+            f"{starts[index] + 1}–{(starts[index + 1] if index + 1 < bins else len(seqs)):,}"
+            f" ({span[0][:16].replace('T', ' ')} to {span[1][:16].replace('T', ' ')}): {named}"
+        )
+        mx = _f(x(index))
+        out.append(
+            f'<g class="mark summary"><title>{escape(about)}</title><line x1="{mx}" x2="{mx}" '
+            f'y1="{top - 6}" y2="{top}" stroke="{MUTED}" stroke-width="2"/></g>'
+        )
+
+    for index, (one, _) in enumerate(drawn):
+        colour = PALETTE[index % len(PALETTE)]
+        out.append(f'<g class="series" data-series="{escape(one.slug)}">')
+        medians: list[tuple[float, float]] = []
+        for at, group in enumerate(held[index]):
+            if not group:
+                continue
+            values = sorted(p.value for p in group)
+            middle = statistics.median(values)
+            medians.append((x(at), middle))
+            about = (
+                f"{_summary_title(one, group)}: median {number(middle)}, "
+                f"{number(values[0])} to {number(values[-1])}{f' {one.unit}' if one.unit else ''}"
+            )
+            px = _f(x(at))
+            out.append(
+                f'<g class="point summary" data-count="{len(group)}"><title>{escape(about)}</title>'
+                f'<rect x="{_f(x(at) - 2.5)}" y="{_f(y(values[-1]))}" width="5" '
+                f'height="{_f(max(y(values[0]) - y(values[-1]), 1))}" fill="{colour}" '
+                f'fill-opacity="0.3"/><circle cx="{px}" cy="{_f(y(middle))}" r="2.5" '
+                f'fill="{colour}"/></g>'
+            )
+        if len(medians) > 1:
+            line = " ".join(f"{_f(px)},{_f(y(value))}" for px, value in medians)
+            out.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{line}"/>'
+            )
+        ends = medians[:1] + medians[-1:] if len(drawn) <= 2 else []  # more would overlap
+        for end in ends:
+            out.append(
+                f'<text class="value" x="{_f(end[0])}" y="{_f(y(end[1]) - 8)}" '
+                f'text-anchor="middle" fill="#1d2329" {HALO}>{escape(number(end[1]))}</text>'
+            )
+        for at, group in enumerate(untrusted[index]):
+            if not group:
+                continue
+            middle = statistics.median(p.value for p in group)
+            why = dict.fromkeys(p.invalid for p in group)
+            about = f"{_summary_title(one, group)} not trusted: {'; '.join(map(str, why))}"
+            out.append(
+                f'<g class="point untrusted summary" data-count="{len(group)}">'
+                f"<title>{escape(about)}</title>"
+                f'<circle cx="{_f(x(at))}" cy="{_f(y(middle))}" r="4" fill="#ffffff" '
+                f'stroke="{UNTRUSTED}" stroke-width="2"/></g>'
+            )
+        out.append("</g>")
+    return out
+
+
+def _most(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
+def _summary_title(series: Series, group: list[MetricView]) -> str:
+    """``412 figures of output_throughput (gpu-01) from 11-30 09:41 to 12-02 10:00``."""
+    first, last = group[0], group[-1]
+    when = f"{first.ts[:16].replace('T', ' ')} to {last.ts[:16].replace('T', ' ')}"
+    return (
+        f"{len(group):,} figure{'' if len(group) == 1 else 's'} of {first.name} "
+        f"({legend_label(series)}) from {when}, events {first.seq} to {last.seq}"
+    )
