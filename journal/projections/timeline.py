@@ -68,7 +68,7 @@ class ProbeView:
     phase: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class MetricView:
     """A figure recorded on the timeline: by a benchmark run, by hand, or from a transcript."""
 
