@@ -476,7 +476,7 @@ def _snap(**versions: str) -> dict:
 
 
 def test_sources_are_the_recorded_installs_that_brought_the_version_newest_first() -> None:
-    from journal.service.rollback_sources import sources_for
+    from journal.service.rollback_sources import Installs, sources_for
     from journal.service.rollback_target import Target
 
     old, new = _snap(torch="2.9.0+cu126"), _snap(torch="2.10.0+cu128")
@@ -497,7 +497,8 @@ def test_sources_are_the_recorded_installs_that_brought_the_version_newest_first
     entry = {"name": "torch", "version": "2.10.0+cu128"}
     entry["direct_url"] = {"url": "file:///w/torch.whl", "archive_info": {}}
     target = Target("h", "before:x", "r9", "x", "before", "", {"torch": entry})
-    found = [(s.kind, s.options, s.run, s.url) for s in sources_for(timeline, target, "torch")]
+    sources = sources_for(Installs.of(timeline), target, "torch")
+    found = [(s.kind, s.options, s.run, s.url) for s in sources]
     assert found == [
         ("recorded", (("index-url", "E"),), "r3", None),
         (

@@ -279,11 +279,11 @@ class Digest:
         timeline.events, timeline.last_ts = self.events, self.last_ts
         return timeline
 
-    def host_runs_in_brief(self, hosts: Iterable[str]) -> list[tuple[StepRunView, str]]:
+    def host_runs_in_brief(self, hosts: Iterable[str]) -> Iterator[tuple[StepRunView, str]]:
         """The step runs of ``hosts`` in timeline order, each in brief (its ``c:`` row: step,
-        host, command, status, imported; no snapshot, probe or output) with its item key;
-        a run not ended read whole and settled: what rollback planning looks through before
-        it reads the few runs it needs whole."""
+        host, command, status, imported; no snapshot, probe or output) with its item key,
+        read a page at a time; a run not ended read whole and settled: what rollback
+        planning looks through before it reads the few runs it needs whole."""
         places = sorted(
             {
                 key[len(prefix) :]
@@ -293,7 +293,6 @@ class Digest:
                 for key in self.state.keys(prefix)
             }
         )
-        out: list[tuple[StepRunView, str]] = []
         for start in range(0, len(places), BRIEF_PAGE):
             page = places[start : start + BRIEF_PAGE]
             rows = self.state.rows(f"c:{at}" for at in page)
@@ -305,12 +304,11 @@ class Digest:
                 if row["r"] in self.unfinished:
                     view = self.run(key)
                     if view is not None:
-                        out.append((view, key))
+                        yield view, key
                     continue
                 view = _brief(row, [])
                 view.command, view.status, view.imported = row["x"], row["st"], row["i"]
-                out.append((view, key))
-        return out
+                yield view, key
 
     def planning_runs(self, keys: list[str]) -> dict[str, StepRunView]:
         """The step runs stored under ``keys`` by id, read a page at a time and each kept

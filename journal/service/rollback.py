@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from journal.errors import BadInput
@@ -28,8 +29,9 @@ from journal.runbook import Host, Runbook
 from journal.runs import StepRun
 from journal.service.fleet import FleetRun, Schedule
 from journal.service.rollback_plan import HostPlan
-from journal.service.rollback_sources import plan_host
-from journal.service.rollback_target import targets
+from journal.service.rollback_sources import Installs, plan_host
+from journal.service.rollback_target import Target, targets
+from journal.service.runs import LatestOf
 from journal.service.steps import StepWatch, connect, on_hosts, run_step_fleet
 from journal.store import EventStore
 from journal.transport import transport_for
@@ -37,43 +39,76 @@ from journal.transport import transport_for
 if TYPE_CHECKING:
     from journal.notify import Notifier
 
+#: Install runs read whole at a time while planning (each kept as what it brought).
+INSTALLS_PAGE = 200
 
-def _planned(
-    store: EventStore, runbook: Runbook, to: str, hosts: list[Host]
-) -> tuple[Timeline, set[str]]:
-    """What planning a rollback reads: the runs of the hosts it may roll back (those named,
-    else the runbook's) and the run ``to`` names, where it names one; and every step the
-    journal ran. From the stored timeline's index, not the whole timeline."""
+
+@dataclass
+class Planned:
+    """What planning a rollback reads (:func:`_planned`): a timeline of the runs the hosts
+    roll back to, every step the journal ran, for STEP and before:STEP the run each host
+    rolls back to, and the hosts' recorded installs."""
+
+    timeline: Timeline
+    steps: set[str]
+    chosen: dict[str, StepRunView | None] | None
+    installs: Installs
+
+    def targets(self, runbook: Runbook, to: str, hosts: list[Host]) -> list[Target]:
+        names = [h.name for h in hosts]
+        return targets(self.timeline, runbook, to, names, self.steps, self.chosen)
+
+
+def _planned(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) -> Planned:
+    """What planning a rollback reads, from the stored timeline's index, never the whole
+    timeline nor every run at once: the runs of the hosts it may roll back (those named, else
+    the runbook's; the run's own host where ``to`` names a run), looked through in brief a
+    page at a time; read whole only the run each host rolls back to and, a page at a time,
+    the installs that may have brought a version (kept as what they brought)."""
     from journal.projections.digest import Digest, digest
-    from journal.service.runs import find_stored_run, latest_attempt, latest_run, rollback_runs
+    from journal.service.runs import find_stored_run
 
     names = [h.name for h in hosts] or list(runbook.hosts)
     name = to.strip().removeprefix("before:").strip()
+    before = to.strip().startswith("before:")
 
-    def read(found: Digest) -> tuple[Timeline, set[str]]:
+    def read(found: Digest) -> Planned:
         steps = set(found.steps_known())
         named, planned = None, names
         if name and name not in steps and name not in runbook.plan:
             named = find_stored_run(store, runbook.name, name)[0]  # else bad input naming it
             where = found.step_and_host(named)
             planned = [where[1]] if where else []  # a run's target is its own host's
-        # the hosts' runs looked through in brief, and read whole only where planning reads
-        # more than their step, status and command: the run each host rolls back to, and
-        # the installs that may have brought a version
-        brief = found.host_runs_in_brief(planned)
-        runs = [view for view, _ in brief]
-        wanted = {view.run_id for view in runs if _installs(view)}
-        if named is not None:
-            wanted.add(named)
-        else:
-            pick = latest_attempt if to.strip().startswith("before:") else latest_run
-            for host in planned:
-                mine = rollback_runs(runs, host)
-                at = pick(mine, name)
-                if at is not None:
-                    wanted.add(mine[at].run_id)
-        whole = found.planning_runs([k for v, k in brief if v.run_id in wanted])
-        return found.timeline_of([whole.get(view.run_id, view) for view in runs]), steps
+        folds = {host: LatestOf(name) for host in planned} if named is None else {}
+        chosen: dict[str, StepRunView | None] = {}
+        installs, pending = Installs(), []
+
+        def add_installs() -> None:
+            for view in found.planning_runs(pending).values():
+                installs.add(view)
+            pending.clear()
+
+        for view, key in found.host_runs_in_brief(planned):
+            if _installs(view):
+                pending.append(key)
+                if len(pending) >= INSTALLS_PAGE:
+                    add_installs()
+            if named is None and view.step == name and not view.imported:
+                chosen.setdefault(view.host, None)  # the step ran there
+            if view.host in folds and not view.imported and view.benchmark is None:
+                folds[view.host].add(view)
+        add_installs()
+        wanted = [named] if named is not None else []
+        for host, fold in folds.items():
+            run = fold.first_try if before else fold.latest
+            if run is not None and host in chosen:
+                wanted.append(run.run_id)
+        runs = [run for run in map(found.run_of, wanted) if run is not None]
+        for run in runs:
+            if named is None:
+                chosen[run.host] = run
+        timeline = found.timeline_of(runs)
+        return Planned(timeline, steps, None if named is not None else chosen, installs)
 
     return digest(store, runbook.name, read)
 
@@ -85,8 +120,7 @@ def _installs(run: StepRunView) -> bool:
 
 def target_hosts(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) -> list[str]:
     """The hosts ``to`` rolls back (bad input as :func:`targets` says), touching none."""
-    timeline, steps = _planned(store, runbook, to, hosts)
-    return [t.host for t in targets(timeline, runbook, to, [h.name for h in hosts], steps)]
+    return [t.host for t in _planned(store, runbook, to, hosts).targets(runbook, to, hosts)]
 
 
 def plan(
@@ -100,8 +134,8 @@ def plan(
 ) -> list[HostPlan]:
     """The rollback plan of every host (planned on all of them at once). Nothing is recorded
     but the host keys accepted on the way, handed to ``record`` (none for a dry run)."""
-    timeline, steps = _planned(store, runbook, to, hosts)
-    found = targets(timeline, runbook, to, [h.name for h in hosts], steps)
+    planned = _planned(store, runbook, to, hosts)
+    found = planned.targets(runbook, to, hosts)
     by_host = {t.host: t for t in found}
     order = [runbook.hosts[t.host] for t in found]
 
@@ -111,7 +145,7 @@ def plan(
         if error:
             raise BadInput(f"host {host.name}: {error}; no rollback was planned or run")
         try:
-            return plan_host(timeline, runbook, by_host[host.name], host, transport, cancel)
+            return plan_host(planned.installs, runbook, by_host[host.name], host, transport, cancel)
         finally:
             transport.close()
 

@@ -17,7 +17,7 @@ from typing import Any
 from journal.errors import BadInput
 from journal.probes.runner import CaptureSink
 from journal.projections.packages import normalize
-from journal.projections.timeline import Timeline
+from journal.projections.timeline import StepRunView, Timeline
 from journal.reading.commands import install_requests
 from journal.redact import MASK, Redactor
 from journal.runbook import Host, Runbook
@@ -42,22 +42,66 @@ def _same(a: str | None, b: str | None) -> bool:
     return a == b or parse_version(a) == parse_version(b)
 
 
-def recorded_sources(timeline: Timeline, host: str, name: str, version: str) -> list[Source]:
+@dataclass(frozen=True, slots=True)
+class Installed:
+    """A recorded uv or pip install on a host, as a rollback looks for sources in it: its
+    command and, where both package sets were recorded, what it brought (normalised name ->
+    version: those whose version its after set changed)."""
+
+    run: str
+    command: str
+    brought: Mapping[str, str] | None
+
+
+class Installs:
+    """The recorded installs of the hosts planned on, each host's in timeline order, kept
+    small (:class:`Installed`, repeated commands held once): a fleet's year of installs is
+    added a page at a time and costs what each brought, not its package sets."""
+
+    def __init__(self) -> None:
+        self._by_host: dict[str, list[Installed]] = {}
+        self._commands: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> Installs:
+        found = cls()
+        for run in timeline.step_runs():
+            found.add(run)
+        return found
+
+    def add(self, run: StepRunView) -> None:
+        """``run``, where its command installs with uv or pip (an earlier rollback's too: it
+        brought what it installed)."""
+        if not any(r.tool in ("uv", "pip") for r in install_requests(run.command)):
+            return
+        before, after = run.snapshots.get("before"), run.snapshots.get("after")
+        brought = None
+        if before is not None and after is not None:
+            brought = {}
+            for key, entry in after.items():
+                if not isinstance(entry, dict):
+                    continue
+                name, now = normalize(key), str(entry.get("version") or "")
+                if not _same(_version_in(before, name), now):
+                    brought[name] = now
+        command = self._commands.setdefault(run.command, run.command)
+        self._by_host.setdefault(run.host, []).append(Installed(run.run_id, command, brought))
+
+    def newest_first(self, host: str) -> list[Installed]:
+        return self._by_host.get(host, [])[::-1]
+
+
+def recorded_sources(installs: Installs, host: str, name: str, version: str) -> list[Source]:
     """The index options of the recorded installs on ``host`` that brought ``name`` at
     ``version``, newest first: a run whose after snapshot has it and whose before snapshot
     did not; an imported run (no snapshots) whose install pins it."""
     found: list[Source] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
-    for run in reversed(timeline.step_runs()):
-        if run.host != host:
-            continue  # an earlier rollback's install counts too: it brought what it installed
+    for run in installs.newest_first(host):
         requests = [r for r in install_requests(run.command) if r.tool in ("uv", "pip")]
-        if not requests:
-            continue
-        before, after = run.snapshots.get("before"), run.snapshots.get("after")
-        if before is not None and after is not None:
-            now = _version_in(after, name)
-            if now is None or not _same(now, version) or _same(_version_in(before, name), now):
+        if run.brought is not None:
+            now = run.brought.get(name)
+            if now is None or not _same(now, version):
                 continue
             named = [r for r in requests if name in r.names()]
             requests = named or requests
@@ -72,7 +116,7 @@ def recorded_sources(timeline: Timeline, host: str, name: str, version: str) -> 
             if not options or options in seen or any(MASK in value for _, value in options):
                 continue
             seen.add(options)
-            found.append(Source("recorded", options, run=run.run_id))
+            found.append(Source("recorded", options, run=run.run))
     return found
 
 
@@ -83,11 +127,11 @@ def _version_in(snapshot: Mapping[str, Any], name: str) -> str | None:
     return None if entry is None else str(entry.get("version") or "")
 
 
-def sources_for(timeline: Timeline, target: Target, name: str) -> list[Source]:
+def sources_for(installs: Installs, target: Target, name: str) -> list[Source]:
     """Every source to try for one package of the target, in order."""
     entry = target.entries[name]
     version = str(entry.get("version") or "")
-    found = recorded_sources(timeline, target.host, name, version)
+    found = recorded_sources(installs, target.host, name, version)
     direct = entry.get("direct_url")
     if isinstance(direct, dict) and isinstance(direct.get("url"), str):
         found.append(Source("direct-url", url=direct["url"]))
@@ -233,7 +277,7 @@ def _choose(
 
 
 def plan_host(
-    timeline: Timeline,
+    installs: Installs,
     runbook: Runbook,
     target: Target,
     host: Host,
@@ -270,7 +314,7 @@ def plan_host(
             unchanged.append(name)
             continue
         display = str(entry.get("name") or name)
-        sources = sources_for(timeline, target, name)
+        sources = sources_for(installs, target, name)
         wanted.append((Install(name, display, version, current_version, sources[0]), sources))
     remove, kept = [], []
     for name, entry in sorted(now.items()):

@@ -6,6 +6,7 @@ host without such a run or snapshot is bad input naming it, and why the snapshot
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ from journal.projections.packages import normalize
 from journal.projections.timeline import StepRunView, Timeline
 from journal.projections.unread import short
 from journal.runbook import Runbook
-from journal.service.runs import find_run, latest_attempt, latest_run, rollback_runs
+from journal.service.runs import LatestOf, find_run, rollback_runs
 
 
 @dataclass(frozen=True)
@@ -42,18 +43,21 @@ class Target:
         return f"the packages {self.phase} {self.step} (run {self.run}, {self.started})"
 
 
-
 def targets(
     timeline: Timeline,
     runbook: Runbook,
     to: str,
     hosts: list[str],
     steps: set[str] | None = None,
+    chosen: Mapping[str, StepRunView | None] | None = None,
 ) -> list[Target]:
     """The target of each host: ``hosts`` (runbook names; empty: the run's host for RUN, the
     hosts where STEP ran for STEP and before:STEP). A host without such a run or snapshot is
     bad input naming it. ``steps``: every step the journal ran, where ``timeline`` holds only
-    some of its runs (those of the hosts planned on)."""
+    some of its runs; ``chosen``: for STEP and before:STEP, the run each host where STEP ran
+    (not imported) rolls back to, where the caller folded the hosts' runs
+    (:class:`~journal.service.runs.LatestOf`; None: it ran there only as a benchmark), for
+    ``timeline`` to hold only those."""
     journal = runbook.name
     to = to.strip()
     if not to:
@@ -68,8 +72,8 @@ def targets(
         steps = {run.step for run in timeline.step_runs()}
     if name in steps or name in runbook.plan:
         return [
-            _step_target(timeline, runbook, to, name, phase, h)
-            for h in _step_hosts(timeline, runbook, name, hosts, to)
+            _step_target(timeline, runbook, to, name, phase, h, chosen)
+            for h in _step_hosts(timeline, runbook, name, hosts, to, chosen)
         ]
     run = timeline.runs[find_run(journal, name, list(timeline.runs))]
     if hosts and run.host not in hosts:
@@ -91,11 +95,19 @@ def _reachable(runbook: Runbook, host: str, to: str) -> None:
 
 
 def _step_hosts(
-    timeline: Timeline, runbook: Runbook, step: str, hosts: list[str], to: str
+    timeline: Timeline,
+    runbook: Runbook,
+    step: str,
+    hosts: list[str],
+    to: str,
+    chosen: Mapping[str, StepRunView | None] | None,
 ) -> list[str]:
     if hosts:
         return hosts
-    ran = {run.host for run in timeline.step_runs() if run.step == step and not run.imported}
+    if chosen is not None:
+        ran = set(chosen)
+    else:
+        ran = {r.host for r in timeline.step_runs() if r.step == step and not r.imported}
     found = [name for name in runbook.hosts if name in ran]
     if not found:
         raise BadInput(
@@ -106,19 +118,30 @@ def _step_hosts(
 
 
 def _step_target(
-    timeline: Timeline, runbook: Runbook, to: str, step: str, phase: str, host: str
+    timeline: Timeline,
+    runbook: Runbook,
+    to: str,
+    step: str,
+    phase: str,
+    host: str,
+    chosen: Mapping[str, StepRunView | None] | None,
 ) -> Target:
     _reachable(runbook, host, to)
-    runs = rollback_runs(timeline.step_runs(), host)
-    # before:STEP: before the first of the failed tries right before the latest (a retried
-    # failure); STEP: its latest run
-    index = latest_attempt(runs, step) if phase == "before" else latest_run(runs, step)
-    if index is None:
+    if chosen is not None:
+        run = chosen.get(host)
+    else:
+        # before:STEP: before the first of the failed tries right before the latest (a
+        # retried failure); STEP: its latest run
+        fold = LatestOf(step)
+        for each in rollback_runs(timeline.step_runs(), host):
+            fold.add(each)
+        run = fold.first_try if phase == "before" else fold.latest
+    if run is None:
         raise BadInput(
             f"{to}: {step} never ran on {host}, so there is no package set of it to roll {host} "
             "back to; name the hosts it ran on (`journal log --step " + step + "`)"
         )
-    return _target(runs[index], to, phase, runbook)
+    return _target(run, to, phase, runbook)
 
 
 def _target(run: StepRunView, to: str, phase: str, runbook: Runbook) -> Target:
@@ -149,4 +172,3 @@ def _no_snapshot(run: StepRunView, phase: str, runbook: Runbook) -> str:
         return "an imported command has no package snapshots"
     ended = f"the run {run.status}" + (f": {run.reason}" if run.reason else "")
     return f"its {phase} snapshot was never recorded ({ended})"
-

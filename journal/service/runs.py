@@ -70,18 +70,32 @@ def rollback_runs(runs: Sequence[StepRunView], host: str) -> list[StepRunView]:
     return [r for r in runs if r.host == host and not r.imported and r.benchmark is None]
 
 
+class LatestOf:
+    """The runs ``--to STEP`` and ``--to before:STEP`` name, folded over one host's runs in
+    order (:func:`rollback_runs`) one at a time, so a year of runs is never held:
+    ``latest``, the step's latest run; ``first_try``, the first try of its latest attempt (the
+    first of the failed tries right before it, so that a retried failure rolls back to
+    before the first try). Both None while the step has not run."""
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+        self.latest: StepRunView | None = None
+        self.first_try: StepRunView | None = None
+        self._tried: StepRunView | None = None  # the first of the tries right before
+
+    def add(self, run: StepRunView) -> None:
+        if run.step != self.step:
+            self._tried = None
+            return
+        self.latest = run
+        self.first_try = self._tried or run
+        self._tried = (self._tried or run) if run.status in TRIED_AGAIN else None
+
+
 def latest_attempt(runs: Sequence[StepRunView], step: str) -> int | None:
     """The index in ``runs`` (one host's, in order: :func:`rollback_runs`) of the first try of
-    ``step``'s latest attempt: its latest run, or the first of the failed tries right before
-    it, so that a retried failure rolls back to before the first try. None if it never ran."""
-    index = next((i for i in range(len(runs) - 1, -1, -1) if runs[i].step == step), None)
-    if index is None:
-        return None
-    while index > 0 and runs[index - 1].step == step and runs[index - 1].status in TRIED_AGAIN:
-        index -= 1
-    return index
-
-
-def latest_run(runs: Sequence[StepRunView], step: str) -> int | None:
-    """The index in ``runs`` of ``step``'s latest run (what `--to STEP` names)."""
-    return next((i for i in range(len(runs) - 1, -1, -1) if runs[i].step == step), None)
+    ``step``'s latest attempt (:class:`LatestOf`). None if it never ran."""
+    fold = LatestOf(step)
+    for run in runs:
+        fold.add(run)
+    return next((i for i, run in enumerate(runs) if run is fold.first_try), None)
