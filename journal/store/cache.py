@@ -11,6 +11,7 @@ saved in between, and starts again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,7 +25,16 @@ from journal.store.engine import busy_timeout_ms
 from journal.store.schema import projection_heads, projection_rows
 from journal.store.sqlite import disk_full
 
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+def _fields(value: Any) -> dict[str, Any]:
+    """A dataclass in a row as the mapping of its fields (as :func:`dataclasses.asdict` has
+    it, but met as it is written: a state of tens of MB is never copied whole to save it)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_fields)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ field (the mapper makes lists of dataclasses, not maps of them).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from journal.projections.drift.readings import (
@@ -87,7 +86,7 @@ def current_readings(store: Any, journal: str) -> Readings:
         # readings are as right for this reader
         kept.save(
             readings.last_seq,
-            {ROW: dataclasses.asdict(readings)},
+            {ROW: readings},  # written field by field, not copied
             since=head,
             anew=found is None,
         )
