@@ -9,9 +9,9 @@ postmortem` of the whole journal under 10 s at 100,000. What is asked for the wh
 (and the postmortem to its time): its ratio is shown, not judged.
 
 The readers: `status` (text and JSON), `log` (whole, `--step`, `--host`, `--failed`), `show`
-of a recent run, `rollback --dry-run` of one step on one host, `pitfalls` (open, and `--all
---format json`), `drift`, `export postmortem --format md -o FILE` (whole, and `--plan-run
-latest`) and `rebuild`.
+of a recent run, `rollback --dry-run` of one step (on one host, and on every host),
+`pitfalls` (open, and `--all --format json`), `drift`, `export postmortem --format md -o
+FILE` (whole, and `--plan-run latest`) and `rebuild`.
 
 The journal is real runs replayed. The fresh journal (the seed) is recorded for real, once,
 by journal itself: a runbook of 4 `ssh = "local"` hosts, each with a target venv of its own
@@ -210,6 +210,10 @@ def readers(show: str, postmortem: Path) -> list[tuple[str, list[str]]]:
         (
             "rollback --dry-run",
             ["rollback", "--to", "before:install-six", "--host", "gpu-01", "--dry-run"],
+        ),
+        (
+            "rollback --dry-run, every host",
+            ["rollback", "--to", "before:install-six", "--dry-run"],
         ),
         ("pitfalls", ["pitfalls"]),
         ("pitfalls --all --format json", ["pitfalls", "--all", "--format", "json"]),
