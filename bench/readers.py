@@ -6,7 +6,8 @@ Targets (issue 29, "Every reader at team scale"): at 100,000 and 1,000,000 event
 within 1.5x of the same on the fresh journal and at most 120 MB peak RSS; `journal export
 postmortem` of the whole journal under 10 s at 100,000. What is asked for the whole journal
 (every finding, the postmortem of every item, `rebuild`) is held to the memory target alone
-(and the postmortem to its time): its ratio is shown, not judged.
+(and the postmortem to its time): its ratio is shown, not judged; so is a rollback planned
+on every host, whose time follows the fleet (4 hosts fresh, 10 in the larger journals).
 
 The readers: `status` (text and JSON), `log` (whole, `--step`, `--host`, `--failed`), `show`
 of a recent run, `rollback --dry-run` of one step (on one host, and on every host),
@@ -231,6 +232,9 @@ def readers(show: str, postmortem: Path) -> list[tuple[str, list[str]]]:
 #: every item, every event folded again): its time follows the journal (the postmortem has a
 #: target of its own at 100,000 events), its memory does not.
 WHOLE = {"pitfalls --all --format json", "export postmortem", "rebuild"}
+#: What works on every host: the fresh journal has 4, the larger ones 10 (a package snapshot
+#: and dry runs on each), so its time follows the fleet: held to the memory target alone.
+EVERY_HOST = {"rollback --dry-run, every host"}
 
 
 def clean_env() -> dict[str, str]:
@@ -572,7 +576,7 @@ def verdict(what: str, size: int, wall: float | None, base: float | None, peak: 
     missed = []
     if wall is None:
         missed.append("timeout")
-    elif base and wall / base > RATIO_TARGET and what not in WHOLE:
+    elif base and wall / base > RATIO_TARGET and what not in WHOLE | EVERY_HOST:
         missed.append(f">{RATIO_TARGET}x")
     if peak > RSS_TARGET_MB:
         missed.append(f">{RSS_TARGET_MB} MB")
