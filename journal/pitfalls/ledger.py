@@ -128,8 +128,10 @@ def version() -> str:
     return Ledger.version()
 
 
-#: How many rows a fold holds before it saves what it folded so far (and lets them go).
-SAVE_ROWS = 20_000
+#: How many rows a fold holds before it saves what it folded so far (and lets them go): the
+#: findings of the 1M-event bench journal folded anew peak at 124 MB at 20,000, 106 MB at
+#: 8,000, in the same time.
+SAVE_ROWS = 8_000
 
 
 @dataclass
