@@ -26,7 +26,7 @@ import bisect
 import hashlib
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -319,40 +319,20 @@ def svg_chart(
 
     out += _y_axis(series, ticks, lo, hi, top, bottom, width)
     # x axis: the order of events; times under the figures where they change
-    out.append('<g class="x-axis">')
-    out.append(
-        f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>'
-    )
-    last_label, last_x, tick_x = "", -1e9, -1e9
     figure_seqs = sorted({p.seq for p in points})
     phases = {p.seq: p.phase for p in points}
-    for n, seq in enumerate(figure_seqs, 1):
-        px = x_of[seq]
-        out.append(
-            f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{bottom}" y2="{bottom + 4}" stroke="{MUTED}"/>'
-        )
+    times = {p.seq: p.ts for p in points}
+    out += _x_axis(
         # a tick per figure: its place in the order (and its phase), where there is room
-        if px - tick_x >= TICK_GAP:
-            text = f"{n}{f' {phases[seq]}' if phases[seq] else ''}"
-            out.append(
-                f'<text class="tick" x="{_f(px)}" y="{bottom + 15}" text-anchor="middle" '
-                f'fill="{MUTED}">{escape(text)}</text>'
-            )
-            tick_x = px
-    for point in sorted(points, key=lambda p: p.seq):
-        px = x_of[point.seq]
-        label = _ts_label(point.ts)
-        if label != last_label and px - last_x >= 80:
-            out.append(
-                f'<text class="time" x="{_f(px)}" y="{bottom + 29}" text-anchor="middle" '
-                f'fill="{MUTED}">{escape(label)}</text>'
-            )
-            last_label, last_x = label, px
-    out.append(
-        f'<text x="{width - RIGHT}" y="{bottom + 45}" text-anchor="end" fill="{MUTED}">'
-        "figures in the order of events (not to time scale) →</text>"
+        [
+            (x_of[seq], f"{n}{f' {phases[seq]}' if phases[seq] else ''}", times[seq])
+            for n, seq in enumerate(figure_seqs, 1)
+        ],
+        bottom,
+        width,
+        "figures in the order of events (not to time scale) →",
+        lambda text: TICK_GAP,
     )
-    out.append("</g>")
     # step runs between figures
     for mark in shown:
         mx = _f(x_of[mark.seq])
@@ -520,37 +500,16 @@ def _summary(
         held.append(mine)
         untrusted.append(bad)
 
-    out = ['<g class="x-axis">']
-    out.append(
-        f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>'
-    )
-    last_label, last_x, tick_x = "", -1e9, -1e9
-    for index, first in enumerate(starts):
-        px = x(index)
-        out.append(
-            f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{bottom}" y2="{bottom + 4}" stroke="{MUTED}"/>'
-        )
-        text = f"{first + 1:,}"  # the place of the run's first figure in the order
-        if px - tick_x >= max(TICK_GAP, 7 * len(text) + 10):
-            out.append(
-                f'<text class="tick" x="{_f(px)}" y="{bottom + 15}" text-anchor="middle" '
-                f'fill="{MUTED}">{text}</text>'
-            )
-            tick_x = px
-        label = _ts_label(times[index][0])
-        if times[index][0] and label != last_label and px - last_x >= 80:
-            out.append(
-                f'<text class="time" x="{_f(px)}" y="{bottom + 29}" text-anchor="middle" '
-                f'fill="{MUTED}">{escape(label)}</text>'
-            )
-            last_label, last_x = label, px
     per = len(seqs) / bins
-    out.append(
-        f'<text x="{width - RIGHT}" y="{bottom + 45}" text-anchor="end" fill="{MUTED}">'
+    out = _x_axis(
+        # a tick per run: the place of its first figure in the order, where there is room
+        [(x(index), f"{first + 1:,}", times[index][0]) for index, first in enumerate(starts)],
+        bottom,
+        width,
         f"{len(seqs):,} figures in {bins} runs of about {per:,.0f}: median and lowest to "
-        "highest (not to time scale) →</text>"
+        "highest (not to time scale) →",
+        lambda text: max(TICK_GAP, 7 * len(text) + 10),
     )
-    out.append("</g>")
 
     # step runs: counted by step between two runs of figures (or within one)
     steps: list[dict[str, int]] = [{} for _ in range(bins)]
@@ -637,3 +596,45 @@ def _summary_title(series: Series, group: list[MetricView]) -> str:
         f"{len(group):,} figure{'' if len(group) == 1 else 's'} of {first.name} "
         f"({legend_label(series)}) from {when}, events {first.seq} to {last.seq}"
     )
+
+
+def _x_axis(
+    places: list[tuple[float, str, str]],
+    bottom: int,
+    width: int,
+    caption: str,
+    room: Callable[[str], float],
+) -> list[str]:
+    """The x axis: a tick at each place (x, its label where ``room`` px are left since the
+    last label, the time it stands for), the time under it where it changes (80 px apart),
+    and ``caption``."""
+    out = ['<g class="x-axis">']
+    out.append(
+        f'<line x1="{LEFT}" x2="{width - RIGHT}" y1="{bottom}" y2="{bottom}" stroke="{MUTED}"/>'
+    )
+    tick_x = -1e9
+    for px, text, _ in places:
+        out.append(
+            f'<line x1="{_f(px)}" x2="{_f(px)}" y1="{bottom}" y2="{bottom + 4}" stroke="{MUTED}"/>'
+        )
+        if px - tick_x >= room(text):
+            out.append(
+                f'<text class="tick" x="{_f(px)}" y="{bottom + 15}" text-anchor="middle" '
+                f'fill="{MUTED}">{escape(text)}</text>'
+            )
+            tick_x = px
+    last_label, last_x = "", -1e9
+    for px, _, ts in places:
+        label = _ts_label(ts)
+        if ts and label != last_label and px - last_x >= 80:
+            out.append(
+                f'<text class="time" x="{_f(px)}" y="{bottom + 29}" text-anchor="middle" '
+                f'fill="{MUTED}">{escape(label)}</text>'
+            )
+            last_label, last_x = label, px
+    out.append(
+        f'<text x="{width - RIGHT}" y="{bottom + 45}" text-anchor="end" fill="{MUTED}">'
+        f"{escape(caption)}</text>"
+    )
+    out.append("</g>")
+    return out

@@ -24,12 +24,11 @@ from typing import TYPE_CHECKING
 from journal.errors import BadInput
 from journal.events import Event
 from journal.projections.timeline import StepRunView, Timeline
-from journal.reading.commands import install_requests
 from journal.runbook import Host, Runbook
 from journal.runs import StepRun
 from journal.service.fleet import FleetRun, Schedule
 from journal.service.rollback_plan import HostPlan
-from journal.service.rollback_sources import Installs, plan_host
+from journal.service.rollback_sources import Installs, installs, plan_host
 from journal.service.rollback_target import Target, targets
 from journal.service.runs import LatestOf
 from journal.service.steps import StepWatch, connect, on_hosts, run_step_fleet
@@ -81,15 +80,15 @@ def _planned(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) ->
             planned = [where[1]] if where else []  # a run's target is its own host's
         folds = {host: LatestOf(name) for host in planned} if named is None else {}
         chosen: dict[str, StepRunView | None] = {}
-        installs, pending = Installs(), []
+        recorded, pending = Installs(), []
 
         def add_installs() -> None:
             for view in found.planning_runs(pending).values():
-                installs.add(view)
+                recorded.add(view)
             pending.clear()
 
         for view, key in found.host_runs_in_brief(planned):
-            if _installs(view):
+            if installs(view):
                 pending.append(key)
                 if len(pending) >= INSTALLS_PAGE:
                     add_installs()
@@ -104,18 +103,12 @@ def _planned(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) ->
             if run is not None and host in chosen:
                 wanted.append(run.run_id)
         runs = [run for run in map(found.run_of, wanted) if run is not None]
-        for run in runs:
-            if named is None:
-                chosen[run.host] = run
-        timeline = found.timeline_of(runs)
-        return Planned(timeline, steps, None if named is not None else chosen, installs)
+        if named is not None:
+            return Planned(found.timeline_of(runs), steps, None, recorded)
+        chosen.update((run.host, run) for run in runs)
+        return Planned(found.timeline_of(runs), steps, chosen, recorded)
 
     return digest(store, runbook.name, read)
-
-
-def _installs(run: StepRunView) -> bool:
-    """Whether a run's command installs with uv or pip (a source a rollback may reuse)."""
-    return any(r.tool in ("uv", "pip") for r in install_requests(run.command))
 
 
 def target_hosts(store: EventStore, runbook: Runbook, to: str, hosts: list[Host]) -> list[str]:

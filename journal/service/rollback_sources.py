@@ -42,6 +42,11 @@ def _same(a: str | None, b: str | None) -> bool:
     return a == b or parse_version(a) == parse_version(b)
 
 
+def installs(run: StepRunView) -> bool:
+    """Whether a run's command installs with uv or pip (a source a rollback may reuse)."""
+    return any(r.tool in ("uv", "pip") for r in install_requests(run.command))
+
+
 @dataclass(frozen=True, slots=True)
 class Installed:
     """A recorded uv or pip install on a host, as a rollback looks for sources in it: its
@@ -72,7 +77,7 @@ class Installs:
     def add(self, run: StepRunView) -> None:
         """``run``, where its command installs with uv or pip (an earlier rollback's too: it
         brought what it installed)."""
-        if not any(r.tool in ("uv", "pip") for r in install_requests(run.command)):
+        if not installs(run):
             return
         before, after = run.snapshots.get("before"), run.snapshots.get("after")
         brought = None
