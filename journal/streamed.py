@@ -49,12 +49,16 @@ def held(value: Any) -> Any:
         return [held(v) for v in value]
     if isinstance(value, dict):
         return {k: held(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [held(v) for v in value]
     return value
 
 
 def _lazy_inside(value: Any) -> bool:
     if isinstance(value, Lazy):
         return True
+    if isinstance(value, list):
+        return any(_lazy_inside(v) for v in value)
     return isinstance(value, dict) and any(_lazy_inside(v) for v in value.values())
 
 

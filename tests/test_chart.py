@@ -210,7 +210,7 @@ def test_the_seed_chart_has_a_point_per_figure_with_its_value_and_the_steps_betw
     # each step sits between the figures it came between, never on the benchmarks' own runs
     assert circle_x(points[0]) < line_x(marks[0]) < circle_x(points[1])
     assert circle_x(points[1]) < line_x(marks[1]) < circle_x(points[2])
-    assert [m.label for m in marks_of(seed)] == ["install-torch", "reinstall-sgl-kernel"]
+    assert [m.step for m in marks_of(seed)] == ["install-torch", "reinstall-sgl-kernel"]
     # one line through the three trusted figures
     (polyline,) = root.iter(f"{SVG}polyline")
     assert len((polyline.get("points") or "").split()) == 3

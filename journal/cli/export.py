@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import tempfile
+from array import array
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -83,7 +84,7 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
             if not part:
                 return listing
             first, last = gathered.first_seq, gathered.last_seq
-            return listing.ledger.part_listing(gathered.started, first, last)
+            return listing.ledger.part_listing(gathered.run_ids, first, last)
 
         try:
             doc = export.document(
@@ -94,6 +95,7 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
                 part=part or None,
                 keep=entries.keep,
                 made=entries.made,
+                column=lambda: array("q"),
             )
         except export.Empty:
             raise BadInput(
@@ -141,21 +143,23 @@ class _Entries:
     """The change entries of a postmortem held aside until they are written: each as compact
     JSON in a spooled file (memory up to a few MB, then disk), where :meth:`keep` puts it and
     :meth:`made` makes it again as it was (its keys are text, its numbers round-trip); what
-    is held per entry is where it lies."""
+    is held per entry is its number, and where it ends in the file."""
 
     def __init__(self) -> None:
         self.file = tempfile.SpooledTemporaryFile(SPOOL_BYTES, mode="w+b")
+        self.ends = array("q")
 
-    def keep(self, entry: dict[str, Any]) -> tuple[int, int]:
+    def keep(self, entry: dict[str, Any]) -> int:
         data = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
-        raw = data.encode("utf-8")
-        at = self.file.seek(0, 2)
-        self.file.write(raw)
-        return at, len(raw)
+        self.file.seek(0, 2)
+        self.file.write(data.encode("utf-8"))
+        self.ends.append(self.file.tell())
+        return len(self.ends) - 1
 
-    def made(self, where: tuple[int, int]) -> Any:
-        self.file.seek(where[0])
-        return json.loads(self.file.read(where[1]))
+    def made(self, number: int) -> Any:
+        start = self.ends[number - 1] if number else 0
+        self.file.seek(start)
+        return json.loads(self.file.read(self.ends[number] - start))
 
 
 def _since(text: str | None) -> str | None:

@@ -210,17 +210,19 @@ def _probes(
 
 class HostChanges:
     """What changed on each host, an item at a time (:func:`host_changes`): ``add`` each
-    item in timeline order; ``found``: per host its entries (each as ``keep`` keeps it: a
-    long journal's as compact JSON), ``packages``: per host the version each package it
-    changed ended with. ``output`` gives the recorded output of a run without snapshots
-    (None for one whose output is not read: see :func:`outputs_needed`)."""
+    item in timeline order; ``found``: per host its entries (each as ``keep`` keeps it, in a
+    ``column``: a long journal's as compact JSON, its numbers in an array), ``packages``: per
+    host the version each package it changed ended with. ``output`` gives the recorded output
+    of a run without snapshots (None for one whose output is not read: see
+    :func:`outputs_needed`)."""
 
     def __init__(
         self,
         output: Callable[[StepRunView], str | None],
         keep: Callable[[dict[str, Any]], Any] = lambda entry: entry,
+        column: Callable[[], Any] = list,
     ) -> None:
-        self.output, self.keep = output, keep
+        self.output, self.keep, self.column = output, keep, column
         self.previous: dict[tuple[str, str], tuple[ProbeView, dict[str, str]]] = {}
         self.found: dict[str, list[Any]] = {}
         self.packages: dict[str, dict[str, str | None]] = {}
@@ -228,7 +230,10 @@ class HostChanges:
     def _put(self, host: str, entry: dict[str, Any]) -> None:
         for package in entry["packages"]:
             self.packages.setdefault(host, {})[normalize(package["name"])] = package["after"]
-        self.found.setdefault(host, []).append(self.keep(entry))
+        found = self.found.get(host)
+        if found is None:
+            found = self.found[host] = self.column()
+        found.append(self.keep(entry))
 
     def add(self, item: Any) -> None:
         if isinstance(item, ProbeView):

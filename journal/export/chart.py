@@ -26,11 +26,12 @@ import bisect
 import hashlib
 import math
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from journal.export.marks import Mark, of_hosts
 from journal.projections.metrics import Series, all_series, change_steps, headline_rank
 from journal.projections.timeline import MetricView, Timeline
 from journal.projections.verdict import sets
@@ -53,16 +54,6 @@ TICK_GAP = 26
 #: neither readable nor small.
 MAX_FIGURES = 160
 BINS = 60
-
-
-@dataclass(frozen=True)
-class Mark:
-    """A step run drawn on a chart: a dashed line with its name where it lies among figures."""
-
-    seq: int
-    ts: str
-    label: str
-    host: str | None
 
 
 @dataclass(frozen=True)
@@ -106,11 +97,12 @@ def signed_percent(percent: float | None) -> str:
     return ("+" if percent > 0 else "\u2212") + text + "%"
 
 
-def marks_of(timeline: Timeline, steps: list[Any] | None = None) -> list[Mark]:
-    """The step runs that may change a figure (not the benchmarks' own runs: ``steps``, where
-    the caller has them as :func:`change_steps` gives them), as marks."""
-    runs = change_steps(timeline) if steps is None else steps
-    return [Mark(run.seq, run.started, run.step, run.host) for run in runs]
+def marks_of(timeline: Timeline, steps: Sequence[Any] | None = None) -> Sequence[Mark]:
+    """The step runs that may change a figure, in seq order (not the benchmarks' own runs:
+    ``steps``, where the caller has them as :func:`change_steps` gives them, or as
+    :class:`~journal.export.marks.Marks`), each with its ``seq``, ``started``, ``step`` and
+    ``host``."""
+    return change_steps(timeline) if steps is None else steps
 
 
 def benchmark_of(series: Series) -> str | None:
@@ -179,7 +171,7 @@ def charts_of(
         parts = [members[i : i + MAX_SERIES] for i in range(0, len(members), MAX_SERIES)]
         for n, part in enumerate(parts, 1):
             hosts = {s.host for s in part}
-            shown = marks if None in hosts else [m for m in marks if m.host in hosts]
+            shown = marks if None in hosts else of_hosts(marks, hosts)
             title = _chart_title(name, unit or None, bench or None)
             if len(parts) > 1:
                 title += f" ({n} of {len(parts)})"
@@ -247,16 +239,17 @@ def repeats(trusted: list[MetricView]) -> list[list[MetricView]]:
     return [group for group in found if len(group) > 1]
 
 
-def _shown_marks(marks: list[Mark], seqs: set[int]) -> list[Mark]:
-    """The marks strictly between the first and last figure; a step run on several hosts
-    with no figure in between is drawn once."""
+def _shown_marks(marks: Sequence[Mark], seqs: set[int]) -> list[Mark]:
+    """The marks (in seq order) strictly between the first and last figure; a step run on
+    several hosts with no figure in between is drawn once."""
     ordered = sorted(seqs)
     first, last = ordered[0], ordered[-1]
     kept: list[Mark] = []
-    for mark in sorted(marks, key=lambda m: m.seq):
-        if not first < mark.seq < last:
-            continue
-        if kept and kept[-1].label == mark.label:
+    for at in range(bisect.bisect_right(marks, first, key=_seq), len(marks)):
+        mark = marks[at]
+        if mark.seq >= last:
+            break
+        if kept and kept[-1].step == mark.step:
             # a figure between the two marks? (found by bisection: marks × figures is slow)
             after = bisect.bisect_right(ordered, kept[-1].seq)
             if not (after < len(ordered) and ordered[after] < mark.seq):
@@ -265,9 +258,13 @@ def _shown_marks(marks: list[Mark], seqs: set[int]) -> list[Mark]:
     return kept
 
 
+def _seq(mark: Mark) -> int:
+    return mark.seq
+
+
 def svg_chart(
     series: list[Series],
-    marks: list[Mark],
+    marks: Sequence[Mark],
     *,
     title: str = "",
     width: int = 720,
@@ -337,8 +334,8 @@ def svg_chart(
     for mark in shown:
         mx = _f(x_of[mark.seq])
         where = f" on {mark.host}" if mark.host else ""
-        name = _clip(mark.label, max(8, min(30, int(plot_h / 6.5))))  # within the plot
-        about = f"step {mark.label}{where}, started {mark.ts[:19].replace('T', ' ')}"
+        name = _clip(mark.step, max(8, min(30, int(plot_h / 6.5))))  # within the plot
+        about = f"step {mark.step}{where}, started {mark.started[:19].replace('T', ' ')}"
         out.append(
             f'<g class="mark" data-seq="{mark.seq}"><title>{escape(about)}'
             f'</title><line x1="{mx}" x2="{mx}" y1="{top}" y2="{bottom}" stroke="{MUTED}" '
@@ -457,7 +454,7 @@ def _legend(series: list[Series], untrusted: bool, height: int, width: int) -> l
 
 def _summary(
     drawn: list[tuple[Series, list[MetricView]]],
-    marks: list[Mark],
+    marks: Sequence[Mark],
     seqs: list[int],
     lo: float,
     hi: float,
@@ -517,7 +514,7 @@ def _summary(
         if not seqs[0] < mark.seq < seqs[-1]:
             continue
         counted = steps[place(mark.seq)]
-        counted[mark.label] = counted.get(mark.label, 0) + 1
+        counted[mark.step] = counted.get(mark.step, 0) + 1
     for index, counted in enumerate(steps):
         if not counted:
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from journal.export.changes import HostChanges, _is_bench
+from journal.export.marks import Marks
 from journal.pitfalls.base import SEVERITIES, STATES, Finding, Tally
 from journal.projections.index import SEP, rows_of
 from journal.projections.period import Latest, Part, within
@@ -33,17 +34,6 @@ from journal.runs import DONE
 
 #: Items read from the stored timeline at a time.
 BATCH_ITEMS = 200
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """A step run that may change a figure, as the impact and the charts look it up (a
-    year's journal holds a hundred thousand: kept small)."""
-
-    seq: int
-    started: str
-    step: str
-    host: str
 
 
 @dataclass
@@ -66,6 +56,10 @@ class Source:
     latest_packages: Callable[[str], dict[str, Any] | None]
     latest_packages_seq: Callable[[str], int]
     latest_probes: Callable[[str], dict[str, ProbeView] | None]
+    #: when each of some step runs (ids) started
+    started: Callable[[list[str]], Mapping[str, str]]
+    #: the keys of each of some step runs' findings, in order
+    finding_keys: Callable[[list[str]], Mapping[str, list[str]]]
 
     @classmethod
     def held(
@@ -89,6 +83,8 @@ class Source:
             timeline.latest_packages.get,
             lambda host: timeline.latest_packages_seq.get(host, 0),
             timeline.latest_probes.get,
+            lambda runs: {r: timeline.runs[r].started for r in runs if r in timeline.runs},
+            _KeysOf(findings),
         )
 
 
@@ -109,19 +105,44 @@ def stored(store: Any, journal: str, digest: Any) -> Source:
         return output_text(Window().extend(chunks).records)
 
     probes = digest.latest_probes
+    ledger = Ledger(store, journal)
     return Source(
         journal,
         dict(digest.hosts),
         digest.events,
         digest.last_ts,
         lambda: digest.batches(BATCH_ITEMS),
-        _Whole(Ledger(store, journal)),
+        _Whole(ledger),
         output,
         lambda run: stderr_tail(store, run),
         digest.latest_packages,
         digest.latest_packages_seq,
         probes.get,
+        digest.started_of,
+        lambda runs: _keys(ledger.findings_of(runs)),
     )
+
+
+def _keys(findings: Iterable[Finding]) -> dict[str, list[str]]:
+    """The keys of each run's findings, in order."""
+    out: dict[str, list[str]] = {}
+    for found in findings:
+        if found.run:
+            out.setdefault(found.run, []).append(found.key)
+    return out
+
+
+class _KeysOf:
+    """The keys of each run's findings among ``findings`` (held: the web's), found once."""
+
+    def __init__(self, findings: list[Finding]) -> None:
+        self.findings = findings
+        self._by_run: dict[str, list[str]] | None = None
+
+    def __call__(self, runs: list[str]) -> dict[str, list[str]]:
+        if self._by_run is None:
+            self._by_run = _keys(self.findings)
+        return {run: self._by_run[run] for run in runs if run in self._by_run}
 
 
 class _Whole:
@@ -246,8 +267,9 @@ class Gathered:
     last_seq: int | None = None
     notes: list[NoteView] = field(default_factory=list)
     metrics: list[MetricView] = field(default_factory=list)
-    marks: list[Mark] = field(default_factory=list)
-    started: dict[str, str] = field(default_factory=dict)  # run id -> when it started
+    marks: Marks = field(default_factory=Marks)
+    #: the runs of a part (a whole journal's are not held: its findings are all of them)
+    run_ids: set[str] = field(default_factory=set)
     # the step runs
     runs: int = 0
     benches: int = 0
@@ -294,6 +316,8 @@ def gather(
             if item.finished:
                 _time(out, item.finished)
             _run(out, item, shared)
+            if part:
+                out.run_ids.add(item.run_id)
             for line in command_lines(command_of(item)):
                 out.fence = max(out.fence, fence_run(line))
         else:
@@ -303,7 +327,7 @@ def gather(
             elif isinstance(item, MetricView):
                 out.metrics.append(shared(item))
     out.metrics.sort(key=lambda m: m.seq)
-    out.marks.sort(key=lambda m: m.seq)
+    out.marks.sort()
     if latest is not None:
         out.packages, out.packages_seq, out.probes = (
             latest.packages,
@@ -335,11 +359,17 @@ class Shared:
         return self._texts.setdefault(value, value)
 
     def __call__(self, figure: MetricView) -> MetricView:
-        """``figure`` with its repeated words shared (its labels are read, never changed)."""
+        """``figure`` with its repeated words shared (its labels are read, never changed), the
+        time and run of a benchmark's samples too, and without the line it was read from
+        (``text``: the sections told from these figures never print it; the timeline, which
+        does, reads each figure again)."""
         text = self.text
         labels = {text(k): text(v) for k, v in figure.labels.items()}
         return replace(
             figure,
+            ts=text(figure.ts),
+            run=figure.run and text(figure.run),
+            text=None,
             name=text(figure.name),
             unit=figure.unit and text(figure.unit),
             labels=self._labels.setdefault(tuple(labels.items()), labels),
@@ -373,7 +403,6 @@ def command_of(run: StepRunView) -> dict[str, Any]:
 
 def _run(out: Gathered, run: StepRunView, shared: Shared) -> None:
     out.runs += 1
-    out.started[run.run_id] = run.started
     out.metrics.extend(shared(m) for m in run.metrics)
     bench = run.benchmark is not None or bool(run.metrics)
     failed = run.status not in (*DONE, "running")
@@ -384,7 +413,7 @@ def _run(out: Gathered, run: StepRunView, shared: Shared) -> None:
         out.benches += 1
     else:
         out.steps.setdefault(run.step)
-        out.marks.append(Mark(run.seq, run.started, shared.text(run.step), shared.text(run.host)))
+        out.marks.add(run.seq, run.started, run.step, run.host)
         before = out.latest.get((run.step, run.host))
         if before is None or run.status != "not started":
             out.latest[(run.step, run.host)] = (run.step, run.host, run.status, run.exit_code)
@@ -416,7 +445,6 @@ class Judged:
     """What one pass over a part's findings adds up."""
 
     count: int = 0
-    by_run: dict[str, list[str]] = field(default_factory=dict)
     severities: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SEVERITIES, 0))
     states: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATES, 0))
     ids: dict[str, None] = field(default_factory=dict)
@@ -430,8 +458,6 @@ def judge(findings: Iterable[Finding], actions: Any) -> Judged:
     out = Judged(actions=actions)
     for found in findings:
         out.count += 1
-        if found.run:
-            out.by_run.setdefault(found.run, []).append(found.key)
         out.severities[found.severity] += 1
         out.states[found.state] += 1
         out.ids.setdefault(found.id)

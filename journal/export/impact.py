@@ -22,6 +22,7 @@ from journal.projections.metrics import (
 from journal.projections.timeline import MetricView, StepRunView, Timeline
 from journal.projections.verdict import summary
 from journal.reading.bench import DISPLAY
+from journal.streamed import Lazy
 
 
 def figure(value: float | None, unit: str | None = None) -> str:
@@ -121,8 +122,10 @@ def series_dict(series: Series, steps: list[StepRunView]) -> dict[str, Any]:
         "labels": dict(series.labels),
         "unit": series.unit,
         "higher_is_better": series.higher_is_better,
-        "points": [_point(p) for p in series.points],
-        "changes": [change_dict(c) for c in changes(series, steps)],
+        # made as they are written: a year's figures are many, and only the JSON holds them
+        "points": Lazy(lambda points=series.points: map(_point, points), len(series.points)),
+        # worked out as they are written (a year of nightly figures pairs thousands of sets)
+        "changes": Lazy(lambda: map(change_dict, changes(series, steps)), max(0, len(found) - 1)),
         "overall": None if overall is None else change_dict(overall),
         # the latest set of trusted figures (its median and spread), None without one
         "latest": latest,
@@ -151,7 +154,11 @@ def headline_text(effect: dict[str, Any]) -> str | None:
         return None
     series = next(s for s in effect["throughput"] if s["title"] == head["title"])
     # one figure per set (the median of repeated samples), as the changes compare them
-    medians = [c["before"] for c in series["changes"]] + [series["changes"][-1]["after"]]
+    medians: list[float] = []
+    for change in series["changes"]:  # made as they are read: read once
+        medians.append(change["before"])
+        last = change["after"]
+    medians.append(last)
     values = medians if len(medians) <= 5 else [medians[0], medians[-1]]
     path = " → ".join(figure(v) for v in values)
     unit = f" {series['unit']}" if series["unit"] else ""

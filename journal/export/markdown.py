@@ -162,8 +162,8 @@ def write(
     ]
     for note in doc["summary"]["notes"]:
         out += [text(note["text"]), ""]
-    out += _impact(doc, chart_links)
     lines.add(out)
+    lines.add(_impact(doc, chart_links))  # a year's changes: not held while the rest is written
     lines.add(_timeline(doc))
     lines.add(_failures(doc))
     lines.add(_changes(doc))
@@ -348,33 +348,34 @@ def _timeline_rows(doc: dict[str, Any]) -> Iterator[list[str]]:
         ]
 
 
-def _changes(doc: dict[str, Any]) -> list[str]:
-    out = ["## What changed", ""]
+def _changes(doc: dict[str, Any]) -> Iterator[str]:
+    yield from ["## What changed", ""]
     if not doc["changes"]:
-        return out + _empty("changes")
+        yield from _empty("changes")
+        return
+    source = {"snapshots": "package snapshots", "output": "the installer's output"}
     for host, entries in doc["changes"].items():
-        out += [f"### {code(host)}", ""]
+        yield from [f"### {code(host)}", ""]
         for entry in entries:
-            source = {"snapshots": "package snapshots", "output": "the installer's output"}
             told = f", from {source[entry['source']]}" if entry["source"] else ""
-            out.append(f"- {code(entry['step'])} at {text(when(entry['time']))}{told}:")
+            yield f"- {code(entry['step'])} at {text(when(entry['time']))}{told}:"
             if entry["source"] == "snapshots" and not entry["packages"]:
-                out.append("  - no package changed")
+                yield "  - no package changed"
             for miss in entry.get("unread", ()):
-                out.append(f"  - {_unread(miss)}: what it changed is not known")
-            out += [f"  - {code(p['text'])}" for p in entry["packages"]]
+                yield f"  - {_unread(miss)}: what it changed is not known"
+            for p in entry["packages"]:
+                yield f"  - {code(p['text'])}"
             for probe in entry["probes"]:
-                out.append(f"  - probe {code(probe['probe'])} read differently than at "
-                           f"{text(when(probe['since']))}:")  # fmt: skip
+                yield (f"  - probe {code(probe['probe'])} read differently than at "
+                       f"{text(when(probe['since']))}:")  # fmt: skip
                 for row in probe["fields"]:
-                    out.append(
+                    yield (
                         f"    - {code(row['field'])}: {code(row['before'] or '-')} → "
                         f"{code(row['after'] or '-')}"
                     )
                 if probe["more"]:
-                    out.append(f"    - and {probe['more']} more fields (in the JSON export)")
-        out.append("")
-    return out
+                    yield f"    - and {probe['more']} more fields (in the JSON export)"
+        yield ""
 
 
 def _pitfalls(doc: dict[str, Any]) -> Iterator[str]:

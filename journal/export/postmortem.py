@@ -157,6 +157,7 @@ def document(
     base_url: str | None = None,
     keep: Callable[[dict[str, Any]], Any] = lambda entry: entry,
     made: Callable[[Any], dict[str, Any]] = lambda entry: entry,
+    column: Callable[[], Any] = list,
 ) -> dict[str, Any]:
     """The postmortem of the items ``items`` gives (a part's, in timeline order, read again
     for each long list) and of the findings ``findings_of`` gives once they are gathered (the
@@ -164,7 +165,8 @@ def document(
     without items), its long lists
     (the timeline, the pitfalls, the commands) :class:`~journal.streamed.Lazy`: written as
     they are read (:func:`write`), or :func:`~journal.streamed.held` whole. ``keep`` and
-    ``made`` hold each change entry (a long journal's as compact JSON) and make it again."""
+    ``made`` hold each change entry (a long journal's as compact JSON) and make it again,
+    ``column`` holds what ``keep`` gives of a host's entries."""
     from journal.export.chart import charts_of as charts_of_figures
     from journal.service.story import lines, story
 
@@ -172,7 +174,7 @@ def document(
         from journal import __version__ as journal_version
     journal = source.journal
 
-    changes = HostChanges(source.output, keep)
+    changes = HostChanges(source.output, keep, column)
     gathered, facts = gather(source, items(), part, changes)
     if part and not gathered.count:
         raise Empty(part)
@@ -188,15 +190,23 @@ def document(
     told = story(facts, judged.tally)
     if charts is None:
         charts = list(charts_of_figures(gathered.metrics, steps=steps))  # type: ignore[arg-type]
-    by_run = judged.by_run
-    started = gathered.started
+    mine = gathered.run_ids if part else None  # a part tells the times of its own runs
 
     def link(run: str) -> str | None:
         return run_url(base_url, journal, run)
 
     def timeline_entries() -> Iterator[dict[str, Any]]:
-        for item in items():
-            yield entry(item, start, by_run, link)
+        for batch in _chunks(items(), LOOKUPS):
+            by_run = source.finding_keys([i.run_id for i in batch if isinstance(i, StepRunView)])
+            for item in batch:
+                yield entry(item, start, by_run, link)
+
+    def pitfalls() -> Iterator[dict[str, Any]]:
+        for batch in _chunks(findings, LOOKUPS):
+            runs = {r for f in batch for r in (f.run, f.resolved_by and f.resolved_by.run) if r}
+            started = source.started([r for r in runs if mine is None or r in mine])
+            for found in batch:
+                yield pitfall_dict(found, started)
 
     def commands() -> Iterator[dict[str, Any]]:
         for item in items():
@@ -241,7 +251,7 @@ def document(
         ],
         "timeline": Lazy(timeline_entries, gathered.count),
         "changes": changed,
-        "pitfalls": Lazy(lambda: (pitfall_dict(f, started) for f in findings), judged.count),
+        "pitfalls": Lazy(pitfalls, judged.count),
         "root_causes": [note_dict(n) for n in notes if "root-cause" in n.tags],
         "trigger": [note_dict(n) for n in notes if "trigger" in n.tags],
         "action_items": actions.items(notes, journal=journal, base_url=base_url),
@@ -261,6 +271,21 @@ def document(
             },
         },
     }
+
+
+#: Timeline items and findings whose runs are looked up at a time, as the postmortem is written.
+LOOKUPS = 200
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def part_title(part: Part | None) -> str:

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import functools
 import json
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from journal.columns import Texts
 from journal.events import OutputChunk, StepStarted
 from journal.mapper import Recorded
 from journal.pitfalls import SEVERITIES, judge
@@ -213,7 +215,7 @@ class Ledger(StoredProjection):
         still = with_acks(folded.running, acks)
         places += [(order(f), 1, "", i) for i, f in enumerate(still) if running(f)]
         places.sort()
-        return Listing(self, acks, [(row, i) for *_, row, i in places], still)
+        return Listing(self, acks, ((row, i) for *_, row, i in places), still)
 
     def findings_of(self, runs: Iterable[str]) -> list[Finding]:
         """The findings about these step runs, with their lifecycle and acknowledgements."""
@@ -348,26 +350,31 @@ class Ledger(StoredProjection):
 class Listing:
     """Every finding of a journal in order (:meth:`Ledger.listing`): ``places`` says where
     each is (its run row and index there; a running one's index in ``running`` after an
-    empty row), nothing more, so that a year's findings are a list of pairs; iterating reads
-    them whole from the ledger's rows, :data:`BATCH_FINDINGS` at a time, with their
-    acknowledgements (again on each iteration)."""
+    empty row), nothing more, held in columns, so that a year's findings cost a few bytes
+    each; iterating reads them whole from the ledger's rows, :data:`BATCH_FINDINGS` at a
+    time, with their acknowledgements (again on each iteration)."""
 
     def __init__(
         self,
         ledger: Ledger,
         acks: AckBook,
-        places: list[tuple[str, int]],
+        places: Iterable[tuple[str, int]],
         running: list[Finding],
     ) -> None:
-        self.ledger, self.acks, self.places, self.running = ledger, acks, places, running
+        self.ledger, self.acks, self.running = ledger, acks, running
+        self._rows, self._at = Texts(), array("q")
+        for row, i in places:
+            self._rows.append(row)
+            self._at.append(i)
 
     def _pages(self) -> Iterator[tuple[list[tuple[str, int]], dict[str, Any]]]:
-        for start in range(0, len(self.places), BATCH_FINDINGS):
-            part = self.places[start : start + BATCH_FINDINGS]
+        for start in range(0, len(self), BATCH_FINDINGS):
+            ends = range(start, min(start + BATCH_FINDINGS, len(self)))
+            part = [(self._rows[i], self._at[i]) for i in ends]
             yield part, self.ledger.rows({row for row, _ in part if row})
 
     def __len__(self) -> int:
-        return len(self.places)
+        return len(self._at)
 
     def __iter__(self) -> Iterator[Finding]:
         for part, rows in self._pages():

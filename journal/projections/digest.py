@@ -335,6 +335,12 @@ class Digest:
         row = self.state.rows([key]).get(key) if key else None
         return (row["step"], row["host"]) if row else None
 
+    def started_of(self, runs: Iterable[str]) -> dict[str, str]:
+        """When each of the step runs ``runs`` (ids) started, where the journal holds it."""
+        keys = self.state.rows(f"r:{run}" for run in runs)
+        rows = self.state.rows(f"c:{pos(key)}" for key in keys.values())
+        return {row["r"]: row["t"] for row in rows.values()}
+
     def run(self, key: str | None) -> StepRunView | None:
         found = self.runs([key]) if key else []
         return found[0] if found else None

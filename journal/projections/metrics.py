@@ -13,7 +13,6 @@ again). Figures that cannot be trusted (``invalid``) are shown but never paired.
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -269,7 +268,8 @@ def _between(
     steps run on the series' host in between (``steps`` as :func:`change_steps` gives them:
     found by bisection, so a journal's pairs cost their steps, not pairs × steps)."""
     found: dict[str, None] = {}
-    for run in itertools.islice(steps, bisect.bisect_right(steps, before.seq, key=_seq), None):
+    for at in range(bisect.bisect_right(steps, before.seq, key=_seq), len(steps)):
+        run = steps[at]  # read by place: ``steps`` may be columns (a postmortem's marks)
         if run.seq >= after.seq:
             break
         if series.host is None or run.host == series.host:
