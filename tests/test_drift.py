@@ -286,6 +286,41 @@ def test_a_long_history_keeps_only_the_step_runs_drift_can_name() -> None:
     assert since.runs[0].status == "succeeded"
 
 
+def test_a_reading_that_flips_for_a_year_keeps_its_values_not_its_history(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host re-imported every day whose torch flips between builds (two imported GPU
+    sessions of a year): drift keeps a few stretches per value, not one per flip, and says
+    what it said with every stretch kept, whichever value the other hosts agree on."""
+    import random
+
+    from journal.projections.drift import readings
+
+    pick = random.Random(29)
+    builds = [OLD, NEW, "2.11.0+cu130", "2.11.0+cu129"]
+    rec = Recording(GPUS)
+    for host in GPUS:
+        rec.probe(host, torch_env("2.11.0+cu130"))
+    cuts = []
+    for day in range(400):
+        host = "gpu-3" if day % 5 else pick.choice(GPUS[:3])  # the others move now and then
+        if pick.random() < 0.5:
+            rec.step(f"reinstall-{day % 7}", host)
+        rec.probe(host, torch_env(pick.choice(builds)))
+        if day % 37 == 0:
+            cuts.append(len(rec.records))
+    cuts.append(len(rec.records))
+    kept = fold("gpu-fleet", rec.records)
+    assert len(kept.by_host["gpu-3"].series["torch.version"]) <= 2 * len(builds) + 2
+    assert len(kept.runs) < 40
+    with monkeypatch.context() as every:
+        every.setattr(readings, "_prune", lambda segments: None)
+        wholes = [fold("gpu-fleet", rec.records[:cut]) for cut in cuts]
+    assert len(wholes[-1].by_host["gpu-3"].series["torch.version"]) > 200
+    for cut, whole in zip(cuts, wholes, strict=True):
+        assert compare(fold("gpu-fleet", rec.records[:cut])) == compare(whole)
+
+
 def test_a_package_installed_later_is_compared_from_the_hosts_first_snapshot() -> None:
     hosts = [*GPUS, "gpu-4"]
     rec = Recording(hosts)

@@ -204,8 +204,25 @@ def _extend(state: Readings, host: HostReadings, key: str, value: Value, source:
     elif segments:
         between = _between(state, host.host, segments[-1].last, source)
         segments.append(Segment(value, source, source, between))
+        _prune(segments)
     else:
         segments.append(Segment(value, source, source))
+
+
+def _prune(segments: list[Segment]) -> None:
+    """Keep of a thing's stretches those drift can name, so that a host whose reading flips
+    at every import of a year costs its distinct values, not its history: the first, and
+    for each value read its last stretch and the one after it (a host that differs from a
+    value does so since the stretch after it last read that value:
+    :func:`~journal.projections.drift.compare._streak` finds the same stretch in what is
+    kept, for any value)."""
+    last: dict[str, int] = {}
+    for at, segment in enumerate(segments):
+        last[segment.value.text] = at
+    count = len(segments)
+    kept = {0, *last.values(), *(at + 1 for at in last.values() if at + 1 < count)}
+    if len(kept) < count:
+        segments[:] = [segment for at, segment in enumerate(segments) if at in kept]
 
 
 def _between(state: Readings, host: str, prev: Source, seen: Source) -> list[str]:
