@@ -390,7 +390,8 @@ def test_the_token_never_shows_in_the_access_log(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [*JOURNAL, "--db", str(db), "serve", "--port", "0", "--token", token],
+            # --token=T: a random token may begin with "-", which `--token T` takes for a flag
+            [*JOURNAL, "--db", str(db), "serve", "--port", "0", f"--token={token}"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=err,
