@@ -17,6 +17,7 @@ import sys
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -448,6 +449,22 @@ def test_the_demo_upgrade_tells_what_changed_and_what_fixed_it(tmp_path: Path) -
     assert list(_md_sections(md)) == SECTIONS
     assert "`torch 2.10.0+cu128 -> 2.12.0.dev20260226+cu130 (upgraded, variant switched)`" in md
     assert "- `install-torch` at " in md and "  - no package changed" in md
+    # runs that install nothing and changed nothing are counted in one line, not listed
+    entries = [e for e in doc["changes"]["local"] if e["kind"] == "step"]
+    quiet = Counter(
+        e["step"]
+        for e in entries
+        if e["source"] == "snapshots"
+        and not (e["packages"] or e["probes"] or e["unread"] or e["install"])
+    )
+    assert quiet and not quiet["install-torch"]  # a no-op install is evidence: listed
+    section = md.split("## What changed")[1].split("\n## ")[0]
+    (counted,) = [line for line in section.splitlines() if "changed no package" in line]
+    assert counted.startswith(f"- {sum(quiet.values())} other step runs changed no package")
+    for step, n in quiet.items():
+        assert f"`{step}` ×{n}" in counted
+        listed = sum(1 for e in entries if e["step"] == step) - n
+        assert section.count(f"- `{step}` at ") == listed
 
 
 PARTS = f"""[journal]

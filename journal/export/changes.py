@@ -10,7 +10,7 @@ previous result of the same probe on the same host.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from journal.probes.summary import shown
@@ -278,8 +278,49 @@ class HostChanges:
                 "packages": packages,
                 "probes": probes,
                 "unread": unread,
+                # whether its command asks an installer for packages: one that changed none is
+                # the evidence of a no-op install, and told; other runs that changed none are
+                # counted (:func:`told`)
+                "install": bool(requests(item.command)),
             },
         )
+
+
+def quiet(entry: dict[str, Any]) -> bool:
+    """Whether a change entry says only that a run which installs nothing changed nothing."""
+    return (
+        entry["source"] == "snapshots"
+        and not entry["packages"]
+        and not entry["probes"]
+        and not entry["unread"]
+        and not entry.get("install")
+    )
+
+
+def told(entries: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """A host's change entries as the Markdown and HTML postmortems tell them: each that
+    changed something (or is an install that changed nothing), then, where there are any,
+    the other runs whose snapshots before and after agree, counted by step: ``kind``
+    ``quiet``, ``count``, ``steps`` (step: runs) and ``other`` (whether any entry came
+    before)."""
+    counted: dict[str, int] = {}
+    other = False
+    for entry in entries:
+        if quiet(entry):
+            counted[entry["step"]] = counted.get(entry["step"], 0) + 1
+        else:
+            other = True
+            yield entry
+    if counted:
+        yield {"kind": "quiet", "count": sum(counted.values()), "steps": counted, "other": other}
+
+
+def quiet_text(quiet: dict[str, Any]) -> str:
+    """``12 other step runs changed no package (their snapshots before and after agree)``."""
+    n = quiet["count"]
+    runs = f"{n:,} {'other ' if quiet['other'] else ''}step run{'' if n == 1 else 's'}"
+    their = "its" if n == 1 else "their"
+    return f"{runs} changed no package ({their} snapshots before and after agree)"
 
 
 def host_changes(timeline: Timeline, outputs: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:

@@ -62,6 +62,8 @@ def environment() -> Environment:
         series_name=wording.series_name,
         stack_rows=wording.stack_rows,
         EMPTY=wording.EMPTY,
+        told_changes=wording.told_changes,
+        quiet_text=wording.quiet_text,
     )
     return env
 

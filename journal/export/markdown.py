@@ -24,9 +24,11 @@ from journal.export.wording import (
     outcome,
     percent_text,
     period,
+    quiet_text,
     series_name,
     spread_text,
     stack_rows,
+    told_changes,
     took,
     what,
     when,
@@ -356,7 +358,11 @@ def _changes(doc: dict[str, Any]) -> Iterator[str]:
     source = {"snapshots": "package snapshots", "output": "the installer's output"}
     for host, entries in doc["changes"].items():
         yield from [f"### {code(host)}", ""]
-        for entry in entries:
+        for entry in told_changes(entries):
+            if entry["kind"] == "quiet":
+                steps = ", ".join(f"{code(s)} ×{n:,}" for s, n in entry["steps"].items())
+                yield f"- {text(quiet_text(entry))}: {steps}"
+                continue
             told = f", from {source[entry['source']]}" if entry["source"] else ""
             yield f"- {code(entry['step'])} at {text(when(entry['time']))}{told}:"
             if entry["source"] == "snapshots" and not entry["packages"]:

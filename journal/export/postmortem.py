@@ -58,7 +58,10 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   from the snapshots or else from the installer's output (``source``), and what each probe
   read differently from its previous result on that host (noise left out: a field that held
   nothing before and after, a path or a time); a run whose snapshot could not be read is
-  there with ``unread``: what it changed is not known.
+  there with ``unread``: what it changed is not known. ``install`` says whether the run's
+  command asks an installer for packages: the Markdown and HTML list an install that changed
+  nothing (a no-op install) and count the other runs that changed nothing by step, in one
+  line per host (:func:`journal.export.changes.told`).
 - ``pitfalls``: every finding with its ``evidence`` (the first lines), ``state`` (``open``,
   ``acknowledged``, ``resolved``), ``resolved_by`` (the later ``run``, ``step``, ``host``,
   ``kind``: run, probe or figure, and ``why``), ``acknowledged`` (``note``, ``by``, ``at``),

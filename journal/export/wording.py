@@ -10,6 +10,8 @@ import re
 from typing import Any
 
 from journal.display import first_line, seconds, when
+from journal.export.changes import quiet_text
+from journal.export.changes import told as told_changes
 from journal.export.impact import figure, percent_text, spread_text
 from journal.projections.metrics import higher_is_better
 
@@ -29,6 +31,8 @@ __all__ = [
     "EMPTY",
     "stack_rows",
     "code_spans",
+    "told_changes",
+    "quiet_text",
 ]
 
 #: What an empty section says, and how the record could fill it.
