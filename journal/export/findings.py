@@ -19,6 +19,14 @@ from journal.projections.timeline import NoteView, Timeline
 EVIDENCE_LINES = 6
 
 
+def _sentence(text: str, step: str | None) -> str:
+    """``text`` begun with a capital, unless it begins with a step's name (``install-six on
+    gpu-01 asked for it again``: a name is written as it is)."""
+    if step and text.startswith(step):
+        return text
+    return text[:1].upper() + text[1:]
+
+
 def pitfall_dict(found: Finding, timeline: Timeline | Mapping[str, str]) -> dict[str, Any]:
     """A finding with its first evidence lines and what became of it (``timeline``: the
     runs it tells, or when each run started)."""
@@ -35,7 +43,7 @@ def pitfall_dict(found: Finding, timeline: Timeline | Mapping[str, str]) -> dict
                 "host": by.host,
                 "kind": by.kind,
                 "time": started.get(by.run) if by.run else None,
-                "text": by.why[:1].upper() + by.why[1:] + ".",
+                "text": _sentence(by.why, by.step) + ".",
             }
         )
     ack = found.acknowledged

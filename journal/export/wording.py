@@ -128,7 +128,11 @@ def outcome(entry: dict[str, Any]) -> str:
         parts.append(entry["reason"])
     if entry["packages_changed"] is not None:
         count = entry["packages_changed"]
-        parts.append("no package changed" if not count else f"{count} packages changed")
+        parts.append(
+            "no package changed"
+            if not count
+            else f"{count} package{'' if count == 1 else 's'} changed"
+        )
     for miss in entry.get("unread", ()):
         if miss["probe"] == "packages":  # a failed probe is said with the probes below
             parts.append(f"{miss['text']}: what it changed is not known")

@@ -33,9 +33,17 @@ def shown(item: Any) -> str:
 def torch_env(result: dict[str, Any]) -> str:
     """``torch 2.12.0…+cu130 (CUDA 13.0), NCCL 2.28.9, driver 580.159.04 (CUDA 13.0), 8 GPUs``."""
     t = result.get("torch", {})
-    parts = [f"torch {shown(t.get('version'))} (CUDA {shown(t.get('cuda'))})"]
-    parts.append(f"NCCL {shown(result.get('nccl'))}")
-    parts.append(f"driver {shown(result.get('driver'))} (CUDA {shown(result.get('cuda_driver'))})")
+    built = t.get("cuda")
+    # a value Python left None is said in words: torch built without CUDA, no driver
+    cuda = "CPU build" if built is None and t.get("version") else f"CUDA {shown(built)}"
+    parts = [f"torch {shown(t.get('version'))} ({cuda})"]
+    nccl = result.get("nccl")
+    parts.append("no NCCL" if nccl is None else f"NCCL {shown(nccl)}")
+    driver, driver_cuda = result.get("driver"), result.get("cuda_driver")
+    if driver is None and driver_cuda is None:
+        parts.append("no NVIDIA driver")
+    else:
+        parts.append(f"driver {shown(driver)} (CUDA {shown(driver_cuda)})")
     count = result.get("gpu_count")
     name = result.get("gpu_name")
     gpus = f"{shown(count)} GPU" + ("" if count == 1 else "s")
