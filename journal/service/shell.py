@@ -118,12 +118,17 @@ class ShellSession:
             self._checks[key] = checks
         return checks
 
-    def started(self, command: str, cwd: str | None, where: dict[str, str] | None = None) -> str:
+    def started(
+        self, command: str, cwd: str | None, where: dict[str, str] | None = None
+    ) -> str | None:
         """A command began (its start mark): recorded; the package snapshot before it taken
         first when it changes packages (of the python it acts on: :func:`named_python`,
-        ``where`` what the hook said of the session). Its run id."""
+        ``where`` what the hook said of the session). Its run id; None for ``exit`` or
+        ``logout``, which end the session rather than run a step (not recorded)."""
         if self.running is not None:  # no end mark came (the shell was replaced): closed
             self.ended(None, None, why=("interrupted", "interrupted (no end mark came)"))
+        if leaves(command):
+            return None
         run_id = _run_id()
         self.learn(assigned_secrets(command))  # so `export T=…; echo $T` is masked at once
         shown, found = self.redactor.text(command, "command")
@@ -266,6 +271,17 @@ class ShellSession:
             else:
                 self.ended(None, None, why=why)
         self.cancel.set()
+
+
+def leaves(command: str) -> bool:
+    """Whether a command typed is the shell's own way out (``exit``, ``exit 0``, ``logout``)."""
+    words = command.split()
+    return (
+        bool(words)
+        and words[0] in ("exit", "logout")
+        and len(words) <= 2
+        and not any(c in command for c in ";&|<>()`$")
+    )
 
 
 def _mask_also(redactor: Redactor, values: list[bytes]) -> None:
