@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -324,6 +325,8 @@ def test_a_session_is_recorded_command_by_command(
     )
     assert shown.returncode == 0, text(shown.stderr)
     assert json.loads(shown.stdout)["interactive"] is True
+    logged = text(journal("log", db=tmp_path / "journal.db", runbook=rb).stdout)
+    assert re.search(r"\] echo-hi on \S+ in journal shell: succeeded", logged), logged
     client = create_app({"DB": str(tmp_path / "journal.db"), "TESTING": True}).test_client()
     html = client.get("/j/shell").get_data(as_text=True)
     assert html.count('<span class="tag interactive"') == len(done)

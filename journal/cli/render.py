@@ -103,8 +103,9 @@ def run_line(run: StepRunView, command: bool = True, judged: Judged | None = Non
         f"{plural(run.lines.get('stdout', 0), 'line')} out, "
         f"{plural(run.lines.get('stderr', 0), 'line')} err"
     )
+    typed = " in journal shell" if run.interactive else ""
     line = (
-        f"{when(run.started)}  [{MARK.get(status, status)}] {run.step} on {run.host}: "
+        f"{when(run.started)}  [{MARK.get(status, status)}] {run.step} on {run.host}{typed}: "
         f"{status}{exit_text}{took}  ({out})  run {run.run_id}"
     )
     if errors:
