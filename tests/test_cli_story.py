@@ -180,6 +180,13 @@ def test_show_a_run_in_full(demo: tuple[Path, Path]) -> None:
     assert "[ok  ] expect torch.cuda = '13.0'" in verify
 
 
+def test_show_takes_a_step_name_for_its_latest_run(demo: tuple[Path, Path]) -> None:
+    by_id = on_demo(demo, "show", run_of(demo, "verify-torch-again"))
+    by_step = on_demo(demo, "show", "verify-torch-again")
+    assert by_step.returncode == 0, text(by_step.stderr)
+    assert by_step.stdout == by_id.stdout
+
+
 def test_show_refuses_a_run_it_does_not_know(demo: tuple[Path, Path]) -> None:
     run = run_of(demo, "install-torch")
     unknown = on_demo(demo, "show", "nosuchrun")

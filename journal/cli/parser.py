@@ -208,7 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "show", "reading.show", "one step run in full: status, packages, findings, output tail"
     )
-    p.add_argument("run", metavar="RUN", help="the run's id, or a unique start of it")
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="the run's id, a unique start of it, or a step's name (its latest run)",
+    )
     p.add_argument(
         "--output", action="store_true", help="all of its output instead of the last 40 lines"
     )

@@ -411,6 +411,14 @@ class Digest:
                 return latest.run_id == run.run_id
             latest = earlier
 
+    def latest_of_step(self, step: str) -> tuple[str, int] | None:
+        """The id and start seq of ``step``'s latest run on any host (None: it never ran)."""
+        keys = self.state.last_keys(f"t:{step}{SEP}", 1)
+        rows = self.state.rows(self.state.rows(keys).values()) if keys else {}
+        for row in rows.values():
+            return row["run_id"], row["seq"]
+        return None
+
     def latest(self, host: str, step: str) -> StepRunView | None:
         """Where ``step`` stands on ``host``: its latest run but one not started (that changed
         nothing), or its first run when every one is such (:func:`progress.stands`)."""

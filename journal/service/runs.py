@@ -22,9 +22,16 @@ def find_run(journal: str, prefix: str, runs: list[str]) -> str:
 
 
 def find_stored_run(store: EventStore, journal: str, prefix: str) -> tuple[str, int]:
-    """The run ``prefix`` names (a run id or its unique start) and the seq of its start, asked
-    of the store's run index (the journal is not read); else bad input, as :func:`find_run`."""
+    """The run ``prefix`` names (a run id or its unique start, else a step's name: its latest
+    run on any host) and the seq of its start, asked of the store's run index and the stored
+    timeline's (the journal is not read); else bad input, as :func:`find_run`."""
     found = dict(store.step_runs(journal, prefix)) if prefix else {}
+    if prefix and not found:
+        from journal.projections.digest import digest
+
+        latest = digest(store, journal, lambda d: d.latest_of_step(prefix))
+        if latest is not None:
+            return latest
 
     def known() -> tuple[list[str], list[str]]:
         # a close match is looked for among the ids that sort next to the one given (those
