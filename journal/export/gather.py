@@ -119,7 +119,7 @@ def stored(store: Any, journal: str, digest: Any) -> Source:
         digest.latest_packages_seq,
         probes.get,
         digest.started_of,
-        lambda runs: _keys(ledger.findings_of(runs)),
+        lambda runs: _keys(ledger.findings_of(runs, again=False)),
     )
 
 

@@ -166,6 +166,7 @@ class Ledger(StoredProjection):
         super().__init__(ProjectionCache(store.engine), journal)
         self.store = store
         self.alive = alive or store.liveness()  # the recorders' heartbeats
+        self._folded: Folded | None = None  # as last brought up to date
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -217,9 +218,11 @@ class Ledger(StoredProjection):
         places.sort()
         return Listing(self, acks, ((row, i) for *_, row, i in places), still)
 
-    def findings_of(self, runs: Iterable[str]) -> list[Finding]:
-        """The findings about these step runs, with their lifecycle and acknowledgements."""
-        folded = self.advance()
+    def findings_of(self, runs: Iterable[str], *, again: bool = True) -> list[Finding]:
+        """The findings about these step runs, with their lifecycle and acknowledgements
+        (``again`` false: as this ledger last brought them up to date, where it did: a
+        reader looking up a page at a time of what it listed)."""
+        folded = self._folded if not again and self._folded is not None else self.advance()
         keys = [f"run:{run}" for run in runs]
         rows = self.rows([*keys, "acks"])
         found = [finding_of(d) for key in keys for d in rows.get(key, [])]
@@ -318,6 +321,7 @@ class Ledger(StoredProjection):
         folded = self.retried(self._fold)
         if folded is None:
             raise RuntimeError(f"the findings of {self.journal} kept changing while being folded")
+        self._folded = folded
         return folded
 
     def _fold(self, head: Head | None) -> Folded:
