@@ -294,7 +294,7 @@ def test_show_prints_the_output_tail_or_all_of_it(story: Path) -> None:
     items = json.loads(cli(story, "log", "--format", "json").stdout)["items"]
     count = next(i["run"] for i in items if i.get("step") == "count")
     tail = text(cli(story, "show", count).stdout)
-    assert "output (last 40 of 100 lines; --output for all):" in tail
+    assert "output (last 40 of 100 lines; --full-output for all):" in tail
     shown = tail.split("output (last")[1].splitlines()[1:]
     assert shown == [str(n) for n in range(61, 101)]
     everything = text(cli(story, "show", count, "--output").stdout)

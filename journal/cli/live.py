@@ -3,7 +3,7 @@
 With a terminal on both stdout and stderr and more than one host, the table (one row per
 host: state, elapsed time, exit status, the last line printed) is redrawn in place on stderr
 and *replaces* the ``[host]``-prefixed live output, which would scroll it away; the output is
-recorded all the same (`journal log --output`, the web UI). journal's own lines (package
+recorded all the same (`journal log --full-output`, the web UI). journal's own lines (package
 changes, probe results) are printed above the table. Without a terminal nothing is redrawn:
 the output is echoed with host prefixes and each host gets its verdict line, as always.
 """

@@ -124,9 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    def command(name: str, func: str, help_text: str, parent=sub):  # type: ignore[no-untyped-def]
-        """A command running ``func`` (``FAMILY.FUNCTION``, imported when it runs)."""
-        p = parent.add_parser(name, parents=[sub_globals], help=help_text, description=help_text)
+    def command(name: str, func: str, help_text: str, parent=sub, parents=None):  # type: ignore[no-untyped-def]
+        """A command running ``func`` (``FAMILY.FUNCTION``, imported when it runs; ``parents``
+        the global options it takes, by default all)."""
+        given = [sub_globals] if parents is None else parents
+        p = parent.add_parser(name, parents=given, help=help_text, description=help_text)
         p.set_defaults(func=func)
         return p
 
@@ -189,13 +191,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="the metric, e.g. output_token_throughput")
     p.add_argument("value", help="the figure, e.g. 96.1")
     p.add_argument("--unit", help="e.g. tok/s, GB/s, ms")
-    p.add_argument("--host", help="the host it was measured on")
+    p.add_argument("--host", metavar="H", help="the host it was measured on")
     _label_option(p)
 
     p = command("note", "reading.note", "add a note to the timeline")
-    p.add_argument("text")
-    p.add_argument("--tag", action="append", default=[], help="e.g. lesson, root-cause")
-    p.add_argument("--host", help="the host the note is about")
+    p.add_argument("text", help="the note (quote it: one argument)")
+    p.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="e.g. lesson, root-cause, trigger, action, summary (the postmortem's sections)",
+    )
+    p.add_argument("--host", metavar="H", help="the host the note is about")
     p.add_argument("--author", help="who wrote it (default: user@machine)")
 
     p = command(
@@ -213,9 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN",
         help="the run's id, a unique start of it, or a step's name (its latest run)",
     )
-    p.add_argument(
-        "--output", action="store_true", help="all of its output instead of the last 40 lines"
-    )
+    _full_output(p, "all of its output instead of the last 40 lines")
     _format_option(p)
     p = command(
         "attach",
@@ -228,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     _drift(sub, command)
     p = command("pitfalls", "pitfalls.pitfalls", "the pitfalls found in the journal")
     p.set_defaults(action="list")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    _format_option(p, "json: an object with a findings list (id, severity, advice, evidence…)")
     p.add_argument(
         "--all", action="store_true", help="every finding, resolved and acknowledged ones too"
     )
@@ -242,11 +248,16 @@ def build_parser() -> argparse.ArgumentParser:
     unack = acks.add_parser("unack", parents=[sub_globals], help="withdraw an acknowledgement")
     unack.add_argument("finding", help="the key or pitfall id that was acknowledged")
     unack.add_argument("--by", help="who withdraws it (default: user@machine)")
-    p = command("lint", "pitfalls.lint", "findings for terminal transcripts (no database needed)")
+    p = command(
+        "lint",
+        "pitfalls.lint",
+        "findings for terminal transcripts (reads no database or runbook)",
+        parents=[],
+    )
     p.add_argument(
         "files", nargs="+", metavar="FILE", help="a transcript; - reads one from standard input"
     )
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    _format_option(p, "json: an object with a findings list (id, severity, advice, evidence…)")
     _export(group("export", "export the record: the postmortem, a step's asciicast"), command)
     imp_sub = group("import", "import a terminal transcript as step runs")
     p = command(
@@ -255,13 +266,17 @@ def build_parser() -> argparse.ArgumentParser:
         "record a pasted terminal session as step runs",
         parent=imp_sub,
     )
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--host", required=True, help="the host the session ran on")
+    p.add_argument(
+        "file", metavar="FILE", help="the session as pasted (prompts and output); - reads stdin"
+    )
+    p.add_argument("--host", required=True, metavar="H", help="the host the session ran on")
     p = command("log", "reading.log", "the timeline in the terminal")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new events live")
-    p.add_argument("--output", action="store_true", help="print each step's recorded output")
-    p.add_argument("--host", help="only this host's runs (and its probes, notes, figures)")
-    p.add_argument("--step", help="only the runs of this step")
+    _full_output(p, "print each step's recorded output")
+    p.add_argument(
+        "--host", metavar="H", help="only this host's runs (and its probes, notes, figures)"
+    )
+    p.add_argument("--step", metavar="NAME", help="only the runs of this step")
     p.add_argument(
         "--failed",
         action="store_true",
@@ -311,7 +326,40 @@ def build_parser() -> argparse.ArgumentParser:
     _db(group("db", "the database itself: copy it to another backend"), command)
     _notify(group("notify", "the runbook's [notify.NAME] webhooks"), command)
     _shell(sub, command)
+    _grouped(parser, sub)
     return parser
+
+
+#: The commands as `journal --help` lists them, by what they are for.
+GROUPS = (
+    ("start", ("demo", "init")),
+    ("record", ("run", "shell", "note", "record", "import", "attach", "rollback")),
+    ("read", ("status", "log", "show", "pitfalls", "drift", "serve")),
+    ("hand on", ("export", "notify")),
+    ("the record itself", ("verify", "anchor", "rebuild", "db")),
+    ("without a journal", ("lint",)),
+)
+
+
+def _grouped(parser: argparse.ArgumentParser, sub: Any) -> None:
+    """``journal --help`` lists the commands by :data:`GROUPS`, each with its help text
+    (argparse lists them in one block: its listing is left out)."""
+    import textwrap
+
+    helps = {action.dest: action.help or "" for action in sub._choices_actions}
+    assert set(helps) == {name for _, names in GROUPS for name in names}, "a command ungrouped"
+    lines = ["commands:"]
+    for title, names in GROUPS:
+        lines.append(f"  {title}:")
+        for name in names:
+            lines += textwrap.wrap(
+                helps[name], 78, initial_indent=f"    {name:<10}", subsequent_indent=" " * 14
+            )
+    lines.append("`journal COMMAND --help` tells one command's arguments.")
+    sub._choices_actions.clear()  # listed above instead
+    sub.help = "one of the commands below"
+    parser.epilog = "\n".join(lines)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def _drift(sub: Any, command: Any) -> None:
@@ -323,7 +371,7 @@ def _drift(sub: Any, command: Any) -> None:
         "(exit 1 when a host differs)",
     )
     p.add_argument("--group", metavar="NAME", help="only this group of the runbook's [groups]")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    _format_option(p, "json: the groups, rows and divergences as one JSON document")
     p.add_argument(
         "--base-url",
         metavar="URL",
@@ -366,8 +414,14 @@ def _export(exp_sub: Any, command: Any) -> None:
         "a unique prefix, or latest): its step runs and what was recorded while it ran",
     )
     p = command("cast", "export.cast", "a step run's output as asciicast v2", parent=exp_sub)
-    p.add_argument("run_id", metavar="RUN_ID", help="the step run (a unique prefix will do)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.cast")
+    p.add_argument(
+        "run_id",
+        metavar="RUN",
+        help="the run's id, a unique start of it, or a step's name (its latest run)",
+    )
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FILE.cast", help="the asciicast file to write"
+    )
 
 
 def _rollback(sub: Any, command: Any) -> None:
@@ -465,13 +519,18 @@ def _shell(sub: Any, command: Any) -> None:
     _host_key_option(p)
 
 
-def _format_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--format",
-        choices=["text", "json"],
-        default="text",
-        help="json: the same as one JSON document (its keys: docs/cli-reading.md)",
-    )
+def _format_option(
+    p: argparse.ArgumentParser,
+    json_is: str = "json: the same as one JSON document (its keys: docs/cli-reading.md)",
+) -> None:
+    p.add_argument("--format", choices=["text", "json"], default="text", help=json_is)
+
+
+def _full_output(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--full-output`` (``-o``/``--output`` name a file to write, in every command)."""
+    p.add_argument("--full-output", dest="output", action="store_true", help=help_text)
+    # its name before, kept working
+    p.add_argument("--output", dest="output", action="store_true", help=argparse.SUPPRESS)
 
 
 def _label_option(p: argparse.ArgumentParser) -> None:

@@ -192,7 +192,7 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
     judged = render.Judged(run_findings(store, journal, list(page.runs)), colour=_colour())
     if args.format == "json":
         if args.follow or args.output:
-            raise BadInput("--format json lists the timeline; it cannot --follow or --output")
+            raise BadInput("--format json lists the timeline; it cannot --follow or --full-output")
         _dump(
             {
                 "journal": journal,
@@ -289,10 +289,10 @@ def _write_output(store, journal: str, run: str, shown) -> None:  # type: ignore
     sys.stdout.flush()
 
 
-#: The lines of output `journal show` prints without --output.
+#: The lines of output `journal show` prints without --full-output.
 TAIL = 40
 
-#: The end of a line that much longer `journal show` prints (--output prints it whole).
+#: The end of a line that much longer `journal show` prints (--full-output prints it whole).
 TAIL_LINE_BYTES = 16_384
 
 
@@ -322,7 +322,7 @@ def show(ctx: Context, args: argparse.Namespace) -> int:
     judged = render.Judged(run_findings(store, journal, [run.run_id]), colour=_colour())
     if args.format == "json":
         if args.output:
-            raise BadInput("--format json gives the output's tail; drop --output")
+            raise BadInput("--format json gives the output's tail; drop --full-output")
         lines, total = _tail(store, journal, run.run_id)
         _dump(
             {
@@ -349,7 +349,7 @@ def show(ctx: Context, args: argparse.Namespace) -> int:
     head = (
         "output"
         if total <= len(lines)
-        else f"output (last {len(lines)} of {total} lines; --output for all)"
+        else f"output (last {len(lines)} of {total} lines; --full-output for all)"
     )
     print(f"{head}:", flush=True)
     sys.stdout.buffer.write(shown(b"\n".join(lines) + b"\n"))

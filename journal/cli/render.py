@@ -1,7 +1,7 @@
 """Plain-text rendering of timelines and plan progress for the terminal. What a host printed
 is not trusted: every view returned has its control characters made visible
 (:func:`journal.terminal.visible`), so that listing it cannot set the terminal's title or
-clear its screen; a step's output itself (`journal log --output`) is printed as it was.
+clear its screen; a step's output itself (`journal log --full-output`) is printed as it was.
 """
 
 from __future__ import annotations
