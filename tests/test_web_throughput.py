@@ -473,3 +473,20 @@ def test_the_demo_cpu_benchmark_shows_medians_and_spreads_and_reads_as_noise(
         for f in json.loads(report.stdout)["findings"]
         if f["id"] == "throughput-regression" and f["title"].startswith("matmul_mflops")
     ]
+
+
+def test_a_serving_benchmarks_item_lists_its_token_throughput_first() -> None:
+    """A real `sglang.bench_serving` summary prints successful_requests and request_throughput
+    before output_token_throughput: the timeline item lists the headline rate first, no count."""
+    from journal.benchmarks.parsers import parse
+    from journal.web.throughput import headline_figures
+
+    printed = (Path(__file__).parent / "data" / "bench" / "sglang-bench-serving.txt").read_text()
+    figures = parse("sglang", printed, command="python3 -m sglang.bench_serving").figures
+    order = [f.name for f in figures]
+    assert order.index("successful_requests") < order.index("request_throughput")
+    assert order.index("request_throughput") < order.index("output_token_throughput")
+    shown, more = headline_figures(figures)  # type: ignore[arg-type]
+    names = [f.name for f in shown]
+    assert names[0] == "output_token_throughput" and "request_throughput" in names
+    assert "successful_requests" not in names and more == len(figures) - len(shown)

@@ -24,7 +24,8 @@ from journal.projections.metrics import (
     all_series,
     before_after,
     change_steps,
-    higher_is_better,
+    direction,
+    headline_rank,
     sample_sets,
 )
 from journal.projections.metrics import changes as changes_of
@@ -227,9 +228,14 @@ ITEM_FIGURES = 5
 
 @bp.app_template_global("headline_figures")
 def headline_figures(metrics: list[MetricView]) -> tuple[list[MetricView], int]:
-    """The figures a run's timeline item lists, rates first (a benchmark prints twenty
-    figures; its throughput is the one that matters), and how many it leaves out."""
-    ranked = sorted(metrics, key=lambda m: not higher_is_better(m.name, m.unit))
+    """The figures a run's timeline item lists, rates first, the preferred ones (the
+    headline's: output_token_throughput before request_throughput) before the others, counts
+    (successful_requests) last: a benchmark prints twenty figures, its throughput is the one
+    that matters; and how many it leaves out."""
+    place = {"higher": 0, "lower": 1, "count": 2}
+    ranked = sorted(
+        metrics, key=lambda m: (place[direction(m.name, m.unit)], headline_rank(m.name))
+    )
     return ranked[:ITEM_FIGURES], max(0, len(ranked) - ITEM_FIGURES)
 
 
