@@ -99,6 +99,21 @@ def test_at_400_px_the_navigation_wraps_and_nothing_overflows(browser: Browser, 
             ".map(e => e.getBoundingClientRect().right)"
         )
         assert len(rights) >= 2 and max(rights) <= 400, rights  # the stack fits, cells wrap
+        # a version wraps between its parts, never inside one (`2.10.0+cu` / `128`)
+        parts = page.evaluate(
+            """[...document.querySelectorAll('#story table.stack td code')].flatMap(code => {
+                const walk = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+                const out = [];
+                for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+                    const range = document.createRange();
+                    range.selectNodeContents(n);
+                    out.push([n.data, range.getClientRects().length]);
+                }
+                return out;
+            })"""
+        )
+        assert any(text.startswith("+cu") for text, _ in parts), parts
+        assert all(lines == 1 for _, lines in parts), parts
         if plan is not None:
             page.goto(url + plan)
             assert page.evaluate("document.documentElement.scrollWidth") <= 400

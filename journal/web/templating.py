@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from flask import Flask, current_app, request, url_for
+from markupsafe import Markup, escape
 
 from journal.display import first_line, plural, seconds, when
 from journal.pitfalls.base import SEVERITIES
@@ -34,7 +35,7 @@ def evidence_href(
         return None
     if ev.run.startswith("probe-"):
         # a probe run on its own has no run page: its item on the timeline (probe-SEQ)
-        return url_for("timeline.page", journal=journal) + f"#item-{ev.run[len('probe-'):]}"
+        return url_for("timeline.page", journal=journal) + f"#item-{ev.run[len('probe-') :]}"
     if ev.line is None:
         # A fact rather than a line (the command, a snapshot, a probe): its run's page.
         return None if ev.run == here else url_for("runs.page", journal=journal, run_id=ev.run)
@@ -69,6 +70,13 @@ def finding_url(journal: str, key: str) -> str:
     return url_for("findings.page", journal=journal, finding=key) + f"#f-{key}"
 
 
+def version(value: Any) -> Markup:
+    """A version for a narrow table: it may break before its local part and after a dot
+    (``2.12.0.<wbr>dev20260226<wbr>+cu130``), never inside a token (``+cu`` / ``128``)."""
+    text = escape(str(value))
+    return Markup(text.replace("+", "<wbr>+").replace(".", ".<wbr>"))
+
+
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(
         when=when,
@@ -79,6 +87,7 @@ def init_app(app: Flask) -> None:
         actual=actual,
         change_text=change_text,
         shown=shown,
+        version=version,
     )
     app.jinja_env.globals.update(
         plural=plural,
