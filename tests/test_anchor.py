@@ -329,3 +329,5 @@ def test_the_journal_page_shows_the_head_that_verify_prints(tmp_path: Path) -> N
     (digest,) = re.findall(r"hash ([0-9a-f]{64})", text(_verify(db, tmp_path).stdout))
     page = create_app({"DB": db, "TESTING": True}).test_client().get("/j/j").get_data(True)
     assert "chain head: event 3" in page and digest in page
+    # the proof is for whoever checks it: at the foot of the page, after the story and timeline
+    assert page.index("chain head") > page.index('id="timeline-list"') > page.index('id="story"')
