@@ -455,3 +455,26 @@ def test_an_imported_host_keeps_what_an_early_transcript_printed_after_many_late
     assert reading["torch"]["version"] == "2.12.0.dev20260212+cu130"  # the latest torch
     assert reading["evidence"]["torch.version"]["line"] == 2
     assert host["commands"] == 40 + len(parse(STACK_CHECK.read_text()))
+
+
+def test_where_an_imported_command_came_from_reads_as_provenance_not_an_error(
+    tmp_path: Path,
+) -> None:
+    """An imported run says which file and line it came from, muted as the rest of its
+    provenance, not in the colour of a failure."""
+    db, runbook = tmp_path / "journal.db", write_runbook(tmp_path, RUNBOOK)
+    pasted = tmp_path / "session.txt"
+    pasted.write_text("ubuntu@gpu-box:~$ nvidia-smi\n| NVIDIA-SMI 580.159.04 |\n")
+    done = journal("import", "transcript", str(pasted), "--host", "gpu-box", db=db, runbook=runbook)
+    assert done.returncode == 0, text(done.stderr)
+    client = _web(db)
+    page = client.get("/j/fleet").get_data(as_text=True)
+    (told,) = re.findall(r'<p class="([^"]*)">imported from session\.txt, line 1', page)
+    assert told == "reason imported"
+    run = re.search(r'<a class="step" href="([^"]*)">nvidia-smi</a>', page)
+    assert run is not None
+    shown = client.get(run.group(1)).get_data(as_text=True)
+    assert '<p class="reason imported">imported from session.txt, line 1' in shown
+    with client.get("/static/journal.css") as response:
+        css = response.get_data(as_text=True)
+    assert ".imported .reason, .reason.imported { color: var(--muted); }" in css
