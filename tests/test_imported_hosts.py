@@ -478,3 +478,23 @@ def test_where_an_imported_command_came_from_reads_as_provenance_not_an_error(
     with client.get("/static/journal.css") as response:
         css = response.get_data(as_text=True)
     assert ".imported .reason, .reason.imported { color: var(--muted); }" in css
+
+
+def test_what_a_transcript_printed_of_the_stack_reads_as_a_sentence(tmp_path: Path) -> None:
+    """A real H200 session that printed its stack: the reading the import records is told as
+    torch-env's is (torch, CUDA, driver, GPUs, nvcc, with the lines it came from), never as a
+    JSON dump, on `journal log` and the web timeline."""
+    db, runbook = tmp_path / "journal.db", write_runbook(tmp_path, RUNBOOK)
+    session = Path(__file__).parent / "data" / "transcripts" / "h200-clean-stack-check.txt"
+    done = journal(
+        "import", "transcript", str(session), "--host", "gpu-box", db=db, runbook=runbook
+    )
+    assert done.returncode == 0, text(done.stderr)
+    logged = _ok("log", db=db, runbook=runbook)
+    told = "\n".join(line for line in logged.splitlines() if "probe transcript: " in line)
+    for said in ("torch 2.11.0+cu130 (CUDA 13.0)", "driver 580.159.04 (CUDA 13.0), line 6"):
+        assert said in told, told
+    assert "NVIDIA H200, lines 31, 32" in told and "nvcc 13.0, line 28" in told
+    assert "{" not in told and "evidence" not in told
+    page = _web(db).get("/j/fleet").get_data(as_text=True)
+    assert "torch 2.11.0+cu130 (CUDA 13.0)" in page and "evidence=" not in page

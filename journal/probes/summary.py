@@ -59,10 +59,44 @@ def torch_env(result: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def printed(result: dict[str, Any]) -> str:
+    """What an imported transcript printed of the stack (a ``transcript`` reading: the fields
+    of ``torch-env`` it saw), those it printed only: ``torch 2.10.0+cu128 (CUDA 12.8), NCCL
+    2.27.5, driver 580.159.04, 8 GPUs, lines 3, 7``."""
+    t = result.get("torch") if isinstance(result.get("torch"), dict) else {}
+    parts = []
+    if t.get("version") is not None:
+        cuda = f" (CUDA {t['cuda']})" if t.get("cuda") is not None else ""
+        parts.append(f"torch {t['version']}{cuda}")
+    elif t.get("cuda") is not None:
+        parts.append(f"torch's CUDA {t['cuda']}")
+    if t.get("cudnn") is not None:
+        parts.append(f"cuDNN {t['cudnn']}")
+    if result.get("nccl") is not None:
+        parts.append(f"NCCL {result['nccl']}")
+    if result.get("driver") is not None:
+        cuda = f" (CUDA {result['cuda_driver']})" if result.get("cuda_driver") is not None else ""
+        parts.append(f"driver {result['driver']}{cuda}")
+    count, gpu = result.get("gpu_count"), result.get("gpu_name")
+    if count is not None or gpu is not None:
+        many = "" if count is None else f"{count} GPU{'' if count == 1 else 's'}"
+        parts.append(" ".join(str(x) for x in (many, gpu) if x))
+    nvcc = result.get("nvcc")
+    if isinstance(nvcc, dict) and nvcc.get("release") is not None:
+        parts.append(f"nvcc {nvcc['release']}")
+    lines = sorted(
+        {e["line"] for e in (result.get("evidence") or {}).values() if isinstance(e, dict)}
+    )
+    where = f", line{'' if len(lines) == 1 else 's'} {', '.join(map(str, lines))}" if lines else ""
+    return (", ".join(parts) or "nothing of the stack") + where
+
+
 def summary(name: str, result: dict[str, Any]) -> str:
     """A probe result in one line."""
     if name == "torch-env":
         return torch_env(result)
+    if name == "transcript":
+        return printed(result)
     if name == "packages":
         packages = result.get("packages", {})
         return f"{len(packages)} packages in {result.get('executable', '?')}"
