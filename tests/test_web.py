@@ -460,8 +460,12 @@ def test_findings_page_lists_findings_with_evidence_links_and_advice(
     noop = html[html.index(f'id="f-noop-install:{install}"') :].split("</article>")[0]
     assert f'href="/j/{DEMO}/run/{install}?page=1#L2">line 2 of install-torch on local</a>' in noop
     assert "advice:" in noop
-    # resolved by reinstall-torch: greyed and struck through (state-resolved), linked to it
+    # resolved by reinstall-torch: read plainly, said so and linked to it (state-resolved)
     assert f'class="finding sev-error state-resolved" id="f-noop-install:{install}"' in html
+    with demo_client.get("/static/journal.css") as response:
+        css = response.get_data(as_text=True)
+    resolved = "".join(line for line in css.splitlines() if "state-resolved" in line)
+    assert "line-through" not in resolved and "opacity" not in resolved
     assert f'Resolved by <a href="/j/{DEMO}/run/{fix}">reinstall-torch</a> on local' in noop
     assert 'name="csrf_token"' not in noop  # nothing to acknowledge
     cascade = html[html.index(f'id="f-downgrade-cascade:{fix}"') :].split("</article>")[0]
