@@ -89,6 +89,33 @@ class JournalState:
                 out.setdefault(found.run, []).append(found)
         return out
 
+    def turns(self, limit: int = 3) -> dict[str, Any]:
+        """What the story header says went wrong and what fixed it, and what is still open:
+        ``fixed``, ``limit`` errors and warnings a later run (or probe, figure) resolved,
+        errors first, each in the order found; ``open``, ``limit`` open ones, errors first;
+        ``more_fixed``, ``more_open``: how many more of each there are."""
+        fixed: list[Finding] = []
+        still: list[Finding] = []
+        for found in self.findings:
+            if found.severity == "info":
+                continue
+            if found.resolved_by is not None:
+                fixed.append(found)
+            elif found.is_open:
+                still.append(found)
+
+        def worst_first(found: Finding) -> bool:
+            return found.severity != "error"
+
+        fixed.sort(key=worst_first)
+        still.sort(key=worst_first)
+        return {
+            "fixed": fixed[:limit],
+            "open": still[:limit],
+            "more_fixed": max(0, len(fixed) - limit),
+            "more_open": max(0, len(still) - limit),
+        }
+
     def open_counts(self) -> dict[str, int] | None:
         """Open findings by severity (None while only the newest items are loaded)."""
         return None if self.partial else counts(self.findings)

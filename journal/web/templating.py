@@ -73,7 +73,7 @@ def finding_url(journal: str, key: str) -> str:
 def version(value: Any) -> Markup:
     """A version for a narrow table: it may break before its local part and after a dot
     (``2.12.0.<wbr>dev20260226<wbr>+cu130``), never inside a token (``+cu`` / ``128``)."""
-    text = escape(str(value))
+    text = str(escape(str(value)))  # plain text: Markup's replace would escape the tags
     return Markup(text.replace("+", "<wbr>+").replace(".", ".<wbr>"))
 
 

@@ -114,7 +114,7 @@ def story_part(journal: str) -> str:
     """The story header alone, for a first page shown before the whole journal was restored
     (it waits for the fold under way in the background, and reuses it)."""
     state = stored_or_404(journal)
-    return render_template("timeline/_story.html", journal=journal, told=state.story())
+    return render_template("timeline/_story.html", journal=journal, told=state.story(), state=state)
 
 
 @bp.get("/plan/<plan_run>")
