@@ -81,10 +81,12 @@ def commands(
 
 
 def options(parser: argparse.ArgumentParser) -> list[str]:
-    """A command's own option strings (its flags), the global ones and --help aside."""
+    """A command's own option strings (its flags), the global ones, --help and the old names
+    it still takes unlisted (``show --output``, now ``--full-output``) aside."""
     return [
         option
         for action in parser._actions
+        if action.help != argparse.SUPPRESS
         for option in action.option_strings
         if option not in ("-h", "--help", *GLOBAL)
     ]

@@ -111,8 +111,8 @@ def test_marks_a_command_prints_are_output_and_steer_nothing(tmp_path: Path, she
     assert b"read[typed]\r\n" in said  # journal typed nothing into the command's input
     assert FORGED in shell.seen  # shown as printed
     done = runs(tmp_path / "journal.db")
-    assert [r["start"].command for r in done] == [line, "exit 0"]  # no command nobody typed
-    (forge, _) = done
+    assert [r["start"].command for r in done] == [line]  # no command nobody typed (exit: none)
+    (forge,) = done
     assert (forge["end"].status, forge["end"].exit_code) == ("failed", 7)
     assert FORGED in forge["out"]  # recorded as printed, every byte
     assert b"visible-evidence" in forge["out"]  # a forged report of a secret masks nothing
@@ -158,8 +158,7 @@ def test_no_process_of_the_session_can_learn_its_nonce(tmp_path: Path, shell_of)
         ("true", "succeeded"),
         (no_xtrace, "succeeded"),
         (look, "succeeded"),
-        ("exit", "succeeded"),
-    ]
+    ]  # `exit` ends the session: no step run
     assert b"nonce=[REDACTED].\r\n" in done[1]["out"]
 
 
@@ -213,8 +212,7 @@ def test_a_secret_the_session_exports_is_masked_in_all_it_records_after(
         f"export MY_COLOUR={COLOUR}; echo $MY_COLOUR",
         "_HOOK_PWD=[REDACTED]",  # the redactor's rule for what follows a secret's name
         "pwd",
-        "exit",
-    ]
+    ]  # `exit` ends the session: no step run
     assert done[1]["out"] == b"[REDACTED]\r\n"
     assert done[3]["out"] == b"pw: [REDACTED]\r\n"
     assert done[4]["out"] == b"[REDACTED]\r\n"

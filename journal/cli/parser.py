@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from journal import __version__
@@ -343,7 +343,7 @@ GROUPS = (
 
 def _grouped(parser: argparse.ArgumentParser, sub: Any) -> None:
     """``journal --help`` lists the commands by :data:`GROUPS`, each with its help text
-    (argparse lists them in one block: its listing is left out)."""
+    (argparse would list them in one block: :class:`_Grouped` leaves that out)."""
     import textwrap
 
     helps = {action.dest: action.help or "" for action in sub._choices_actions}
@@ -356,10 +356,18 @@ def _grouped(parser: argparse.ArgumentParser, sub: Any) -> None:
                 helps[name], 78, initial_indent=f"    {name:<10}", subsequent_indent=" " * 14
             )
     lines.append("`journal COMMAND --help` tells one command's arguments.")
-    sub._choices_actions.clear()  # listed above instead
     sub.help = "one of the commands below"
     parser.epilog = "\n".join(lines)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.formatter_class = _Grouped
+
+
+class _Grouped(argparse.RawDescriptionHelpFormatter):
+    """`journal --help`: the commands listed by group in the epilog, not again in one block."""
+
+    def _iter_indented_subactions(self, action: argparse.Action) -> Iterator[argparse.Action]:
+        if isinstance(action, argparse._SubParsersAction):
+            return iter(())
+        return super()._iter_indented_subactions(action)
 
 
 def _drift(sub: Any, command: Any) -> None:
