@@ -426,9 +426,13 @@ def test_the_demo_cpu_benchmark_shows_medians_and_spreads_and_reads_as_noise(
     assert cells[1] == "cpu-matmul, control=yes"
     assert (cells[3], cells[4]) == (side(before), side(after))
     # a control: the machine's noise whatever the figures (a real measurement on a shared
-    # machine), and no throughput-regression finding for it
-    assert cells[7] == "noise"
-    assert re.search(r'class="verdict noise" title="a control \(control label\)', html)
+    # machine), and no throughput-regression finding for it; medians that came out equal
+    # are "same", the one verdict before a control's (journal.projections.verdict.judge)
+    if statistics.median(before) == statistics.median(after):
+        assert cells[7] == "same"
+    else:
+        assert cells[7] == "noise"
+        assert re.search(r'class="verdict noise" title="a control \(control label\)', html)
     # one row for the series: the two runs of samples, never one row per sample
     rows = [c for c in table(html, "before-after") if c[1][0] == "matmul_mflops"]
     assert len(rows) == 1
