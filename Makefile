@@ -5,13 +5,13 @@ BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 
-.PHONY: install system-deps test demo lint bench clean
+.PHONY: install system-deps test demo requirements lint bench clean
 
 # journal and what its tests need, at the versions in constraints.txt.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
-	touch $@
+	touch $@ $(VENV)/.demo-installed
 
 # htmx and its SSE extension for the web UI, at the versions in package-lock.json (served by
 # Flask from node_modules/, never copied into the repository).
@@ -20,6 +20,20 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 install: $(VENV)/.installed node_modules/.installed
+
+# What the demo needs and no more: journal and uv (the test extras, playwright among them, are
+# the tests' own).
+$(VENV)/.demo-installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[demo]'
+	touch $@
+
+# Checked before anything slow, a line each: the Python journal runs on, its venv module, npm.
+requirements:
+	@$(PYTHON) -c 'import sys; v = sys.version_info; ok = v >= (3, 11); print(f"python {v.major}.{v.minor}.{v.micro} ({sys.executable}): " + ("ok" if ok else "journal needs 3.11 or newer: make demo PYTHON=python3.11 (or python3.12, ...)")); sys.exit(not ok)'
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null && echo "python venv: ok" || { echo "python venv: missing (Debian and Ubuntu: apt install python3-venv)"; exit 1; }
+	@command -v npm >/dev/null 2>&1 && echo "npm $$(npm --version): ok" || { echo "npm: not found (the web UI installs htmx with it: apt install npm)"; exit 1; }
+	@echo "uv: installed into $(VENV) from PyPI (the demo's installs run it)"
 
 # A real sshd for the SSH tests (the tests start their own, on loopback), Debian's
 # chromium for the browser tests (driven by playwright; its own browser download is never used),
@@ -51,7 +65,9 @@ test: install system-deps
 # The demo journal, then the web UI on it: its URL is printed; Ctrl-C stops it.
 # The demo's own output goes to demo.log (shown if it fails); the URL is the last thing said.
 PORT ?= 5000
-demo: install
+demo: requirements
+	@$(PYTHON) -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); sys.exit(s.connect_ex(("127.0.0.1", $(PORT))) == 0)' || { echo "port $(PORT) is taken (a demo served before? stop it with Ctrl-C, or make demo PORT=5050): nothing recorded"; exit 1; }
+	@$(MAKE) --no-print-directory $(VENV)/.demo-installed node_modules/.installed
 	@echo "recording the demo upgrade (its output: demo.log) ..."
 	@$(BIN)/journal demo > demo.log 2>&1 || { cat demo.log; exit 1; }
 	@$(BIN)/journal --db demo/journal.db --runbook demo/runbook.toml status || true

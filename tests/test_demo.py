@@ -23,6 +23,10 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
     assert "torch==2.10.0+cu128  (now 2.12.0.dev20260226+cu130) from the host's default" in plan
     assert "  remove 1:\n    nvidia-nccl-cu13 2.28.9" in plan
     assert said.index("rollback of local") > said.index("verify-torch-again")
+    # its closing timeline says what `journal log` says: the no-op install changed nothing
+    closing = said[: said.index("$ journal rollback")]
+    assert "[NOOP] install-torch on local: no change" in closing, closing
+    assert "install-torch on local: succeeded" not in closing
 
     store = EventStore(str(folder / "journal.db"))
     try:

@@ -14,7 +14,7 @@ from typing import Any
 from journal.cli.echo import Echo
 from journal.cli.live import fleet_report
 from journal.cli.pitfalls import one_line
-from journal.cli.render import timeline_text, verdict
+from journal.cli.render import Judged, timeline_text, verdict
 from journal.cli.rollback import plan_lines
 from journal.display import when
 from journal.pitfalls.base import Finding
@@ -96,8 +96,8 @@ class TerminalDemoReport(TerminalPlanReport):
     def bench_ran(self, run: StepRun) -> None:
         print(verdict(run), file=sys.stderr)
 
-    def timeline(self, timeline: Timeline) -> None:
-        print(timeline_text(timeline))
+    def timeline(self, timeline: Timeline, findings: list[Finding]) -> None:
+        print(timeline_text(timeline, Judged(findings)))  # as `journal log` says them
 
     def rollback_planned(self, host_plan: HostPlan) -> None:
         print("\n".join(plan_lines(host_plan)))

@@ -26,12 +26,14 @@ from journal.projections.stored import current_timeline
 from journal.runbook import Runbook
 from journal.runs import StepRun, exit_status
 from journal.service.bench import run_bench
+from journal.service.findings import run_findings
 from journal.service.imports import import_transcript
 from journal.service.plan import PlanReporter, run_plan
 from journal.service.rollback import plan
 from journal.service.steps import ensure_opened
 
 if TYPE_CHECKING:
+    from journal.pitfalls.base import Finding
     from journal.projections.timeline import Timeline
     from journal.service.rollback_plan import HostPlan
     from journal.store import EventStore
@@ -222,8 +224,9 @@ class DemoReporter(PlanReporter, Protocol):
         """A run of the CPU benchmark ended (its verdict)."""
         ...
 
-    def timeline(self, timeline: Timeline) -> None:
-        """The journal the demo recorded, once it is all recorded."""
+    def timeline(self, timeline: Timeline, findings: list[Finding]) -> None:
+        """The journal the demo recorded, once it is all recorded, and its runs' findings
+        (what `journal log` shows them with: ``no change`` for a no-op install)."""
         ...
 
     def rollback_planned(self, host_plan: HostPlan) -> None:
@@ -262,7 +265,8 @@ def run_demo(store: EventStore, runbook: Runbook, reporter: DemoReporter, db: st
         [NoteAdded(text=text, author="journal demo", tags=tags) for tags, text in NOTES],
     )
     print()
-    reporter.timeline(current_timeline(store, runbook.name))
+    recorded = current_timeline(store, runbook.name)
+    reporter.timeline(recorded, run_findings(store, runbook.name, list(recorded.runs)))
     print()
     # The way back, planned but not taken: what `journal rollback` would do.
     print("$ journal rollback --to before:install-torch --dry-run")
