@@ -26,7 +26,7 @@ def test_the_demo_runs_its_plan_with_real_uv_and_records_the_story(tmp_path: Pat
     # its closing timeline says what `journal log` says: the no-op install changed nothing
     closing = said[: said.index("$ journal rollback")]
     assert "[NOOP] install-torch on local: no change" in closing, closing
-    assert "install-torch on local: succeeded" not in closing
+    assert "] install-torch on local: succeeded" not in closing
 
     store = EventStore(str(folder / "journal.db"))
     try:
