@@ -57,7 +57,7 @@ def test_init_writes_a_runbook_and_the_database_and_never_overwrites(tmp_path: P
     assert runbook.name == "upgrade"
     assert runbook.plan and all(h.is_local for h in runbook.hosts.values())
     assert (folder / "journal.db").is_file()
-    assert [kind for kind, _ in _events(folder / "journal.db")] == ["JournalOpened"]
+    assert _events(folder / "journal.db") == []  # the journal opens with the first record
     assert not (tmp_path / "journal.db").exists()
 
     (folder / "runbook.toml").write_text((folder / "runbook.toml").read_text() + "# my own edits\n")
@@ -68,7 +68,22 @@ def test_init_writes_a_runbook_and_the_database_and_never_overwrites(tmp_path: P
     assert "already exists" in text(again.stderr)
     assert "upgrade/runbook.toml" in text(again.stderr)
     assert (folder / "runbook.toml").read_bytes() == before
-    assert [kind for kind, _ in _events(folder / "journal.db")] == ["JournalOpened"]
+    assert _events(folder / "journal.db") == []
+
+
+def test_a_journal_renamed_before_its_first_record_leaves_no_empty_one(tmp_path: Path) -> None:
+    """`journal init` in `work` names the journal `work`; renamed in the runbook before
+    anything is recorded, only the new name is ever in the database."""
+    assert journal("init", "work", env=_env(), cwd=tmp_path).returncode == 0
+    folder = tmp_path / "work"
+    book = folder / "runbook.toml"
+    book.write_text(book.read_text().replace('name = "work"', 'name = "cu130-upgrade"', 1))
+    noted = journal("note", "first try", env=_env(), cwd=folder)
+    assert noted.returncode == 0, text(noted.stderr)
+    kinds = [kind for kind, _ in _events(folder / "journal.db")]
+    assert kinds == ["JournalOpened", "NoteAdded"]  # opened by the first record
+    listed = journal("log", "--journal", "work", env=_env(), cwd=folder)
+    assert listed.returncode == 2 and "cu130-upgrade" in text(listed.stderr)
 
 
 def test_init_names_the_journal_after_the_folder_and_refuses_a_file(tmp_path: Path) -> None:

@@ -91,6 +91,14 @@ class Context:
             "was read or recorded"
         )
 
+    def open_journal(self, journal: str) -> None:
+        """The runbook's journal opened (its hosts and plan recorded) before a record of a
+        note or an import: `journal init` leaves that to the first record."""
+        if self.has_runbook() and self.runbook.name == journal:
+            from journal.service.steps import ensure_opened
+
+            ensure_opened(self.store, self.runbook)
+
     def read_journal(self) -> str:
         """The journal meant, for a command that only reads it (status, log, pitfalls, the
         exports, drift): bad input when it is neither the runbook's nor in the database, since a

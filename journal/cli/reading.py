@@ -37,6 +37,7 @@ def note(ctx: Context, args: argparse.Namespace) -> int:
     if args.host and ctx.has_runbook():
         ctx.runbook.host(args.host)
     author = args.author or f"{getpass.getuser()}@{socket.gethostname()}"
+    ctx.open_journal(journal)
     ctx.store.append(
         journal, [NoteAdded(text=args.text, author=author, tags=args.tag, host_name=args.host)]
     )

@@ -32,17 +32,20 @@ def init(ctx: Context, args: argparse.Namespace) -> int:
         c if (c.isascii() and c.isalnum()) or c in "._-" else "-" for c in folder.resolve().name
     )
     text = TEMPLATE.replace("{name}", name.strip("-._")[:NAME_LENGTH].strip("-._") or "upgrade")
-    from journal.service.steps import ensure_opened
-
     runbook = parse(text, target)
     if not ctx.db_given:
         ctx.db = str(folder / "journal.db")
-    store = ctx.store  # a database that cannot be opened leaves no runbook behind
+    ctx.store  # noqa: B018  # the database made: one that cannot be, leaves no runbook behind
     write_file(target, text, "the runbook")
-    ensure_opened(store, runbook)
     from journal.store.engine import shown
 
-    print(f"wrote {target} and created the journal {runbook.name!r} in {shown(ctx.db)}")
+    # the journal itself opens with the first thing recorded, under the name the runbook has
+    # then: renaming it first leaves no empty journal behind
+    print(f"wrote {target} and created {shown(ctx.db)}")
+    print(
+        f"the journal is {runbook.name!r} ([journal] name in the runbook; it opens with the "
+        "first record)"
+    )
     print(f"next: edit {target}, then `journal run plan` (or `journal run step NAME`)")
     return 0
 
