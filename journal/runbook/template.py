@@ -26,6 +26,7 @@ python = "python3"
 
 [[steps]]
 name = "backup-env"
+# freezes the env being upgraded: give it the same python as the host's `python` above
 run = "mkdir -p backup && python3 -m pip freeze > backup/requirements-before.txt"
 
 [[steps]]
