@@ -4,6 +4,7 @@ works on its own (migrations, templates, static files and htmx come with it)."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -97,7 +98,12 @@ def test_init_a_local_step_the_demo_and_serve_from_a_plain_install(
     )
     step = _run([journal, "run", "step", "hello"], tmp_path, env)
     assert "hello from a plain install" in step.stdout
-    _run([journal, "demo"], tmp_path, env)
+    demo = _run([journal, "demo"], tmp_path, env)
+    # what it says to run next runs as printed (no path relative to a home far away)
+    (status,) = [line.strip() for line in demo.stdout.splitlines() if line.endswith(" status")]
+    assert status.split()[0] in ("journal", journal), status
+    again = subprocess.run(shlex.split(status), cwd=tmp_path, env=env, capture_output=True)
+    assert again.returncode in (0, 1) and b"story:" in again.stdout, again.stderr
     port = free_port()
     db = tmp_path / "demo" / "journal.db"
     server = subprocess.Popen(

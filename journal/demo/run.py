@@ -150,6 +150,20 @@ NOTES = (
 )
 
 
+def _command() -> str:
+    """How to run this journal again: ``journal`` where that is the one on PATH, else its
+    path (a venv's ``.venv/bin/journal``, relative where it lies below here)."""
+    me = Path(sys.argv[0])
+    if me.name != "journal":
+        return "journal"
+    found = shutil.which("journal")
+    if found is not None and Path(found).resolve() == me.resolve():
+        return "journal"
+    here = Path.cwd()
+    mine = me.resolve()
+    return os.path.relpath(mine) if mine.is_relative_to(here) else str(mine)
+
+
 def find_uv() -> str:
     """The uv beside journal's own python (installed with it), else the one on PATH."""
     beside = Path(sys.executable).with_name("uv")
@@ -158,7 +172,9 @@ def find_uv() -> str:
     found = shutil.which("uv")
     if found is None:
         raise BadInput(
-            "the demo needs uv: `pip install uv` in journal's environment (make demo does)"
+            "the demo needs uv and finds none beside journal's python or on PATH: install "
+            "journal with its demo extra (`uv tool install '.[demo]'`, `pipx install "
+            "'.[demo]'`, `pip install '.[demo]'`; make demo does), or put uv on PATH"
         )
     return found
 
@@ -273,10 +289,9 @@ def run_demo(store: EventStore, runbook: Runbook, reporter: DemoReporter, db: st
     for host_plan in plan(store, runbook, "before:install-torch", []):
         reporter.rollback_planned(host_plan)
     print()
-    me = Path(sys.argv[0])
-    command = os.path.relpath(me) if me.name == "journal" else "journal"
     print(f"the demo journal is {db}; look at it with:")
+    command = _command()
     print(f"  {command} --db {db} --runbook {runbook.path} status")
-    print(f"  {command} --db {db} --runbook {runbook.path} log --output")
+    print(f"  {command} --db {db} --runbook {runbook.path} log --full-output")
     print(f"  {command} --db {db} --runbook {runbook.path} serve   # in the browser")
     return code
