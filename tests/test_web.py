@@ -470,6 +470,11 @@ def test_findings_page_lists_findings_with_evidence_links_and_advice(
     assert 'name="csrf_token"' not in noop  # nothing to acknowledge
     cascade = html[html.index(f'id="f-downgrade-cascade:{fix}"') :].split("</article>")[0]
     assert "state-open" in cascade and 'name="csrf_token"' in cascade and 'hx-post="' in cascade
+    # all states shown: what still needs someone first, then what was dealt with
+    states = re.findall(r'<article class="finding sev-\w+ state-(\w+)"', html)
+    assert "open" in states and "resolved" in states
+    rank = ("open", "acknowledged", "resolved")
+    assert states == sorted(states, key=rank.index), states
     timeline = page(demo_client, f"/j/{DEMO}")
     assert "noop-install (resolved)</a>" in timeline
 
@@ -762,6 +767,9 @@ def test_the_findings_page_is_paged_filtered_and_opens_on_the_finding_a_link_nam
     def shown(url: str) -> list[str]:
         return re.findall(r'<article class="finding [^"]*" id="f-([^"]+)"', page(client, url))
 
+    # all states: the open ones first, then the one acknowledged
+    acked_key = "noop-install:r0007"
+    keys = [k for k in keys if k != acked_key] + [acked_key]
     first = page(client, "/j/many/findings")
     assert shown("/j/many/findings") == keys[:PER_PAGE]
     assert "page 1 of 3 (130 findings)" in first and 'rel="prev"' not in first

@@ -58,7 +58,8 @@ class Shown:
 
 
 def shown(findings: list[Finding], args: Mapping[str, str]) -> Shown:
-    """The page of ``findings`` that ``args`` ask for: ``show`` (a state, or all), ``pitfall``
+    """The page of ``findings`` that ``args`` ask for: ``show`` (a state, or all: open ones
+    first, then acknowledged, then resolved, each in the order found), ``pitfall``
     (an id, or every one), ``page``; ``finding`` (a key) asks for the page that holds it, in
     the state asked if it is one of those, else among all."""
     show = args.get("show", "all")
@@ -80,6 +81,9 @@ def shown(findings: list[Finding], args: Mapping[str, str]) -> Shown:
         if show != "all" and wanted.state != show:
             show = "all"
     matching = [f for f in of_pitfall if show == "all" or f.state == show]
+    if show == "all":  # what still needs someone first, then what was dealt with
+        rank = {state: i for i, state in enumerate(STATES)}
+        matching.sort(key=lambda f: rank[f.state])
     pages = max(1, -(-len(matching) // PER_PAGE))
     if wanted is not None:
         page = next(i for i, f in enumerate(matching) if f is wanted) // PER_PAGE + 1
