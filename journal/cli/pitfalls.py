@@ -148,8 +148,9 @@ def import_transcript(ctx: Context, args: argparse.Namespace) -> int:
 
     journal = ctx.journal()
     redact = ctx.runbook.redact if ctx.has_runbook() and ctx.runbook.name == journal else []
-    ctx.open_journal(journal)
-    count = do_import(ctx.store, journal, Path(args.file), args.host, redact)
+    count = do_import(
+        ctx.store, journal, Path(args.file), args.host, redact, lambda: ctx.open_journal(journal)
+    )
     print(
         f"imported {count} command{'s' if count != 1 else ''} from {args.file} as step runs "
         f"on {args.host} in {journal}; `journal pitfalls` judges them"

@@ -13,7 +13,7 @@ one a few megabytes at a time.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,9 +51,16 @@ FEED_BYTES = 64 * 1024
 
 
 def import_transcript(
-    store: EventStore, journal: str, path: Path, host: str, redact: list[str]
+    store: EventStore,
+    journal: str,
+    path: Path,
+    host: str,
+    redact: list[str],
+    opened: Callable[[], None] = lambda: None,
 ) -> int:
-    """Record each command of a transcript as an imported step run; how many there were."""
+    """Record each command of a transcript as an imported step run; how many there were.
+    ``opened`` is called once the transcript was read, before anything is recorded (a
+    transcript that cannot be read records nothing, not even the journal's opening)."""
     if not NAME.match(host):
         raise BadInput(f"--host {host!r} is not a usable host name ({NAME_RULE})")
     lines = transcript_file(path)
@@ -65,6 +72,7 @@ def import_transcript(
         )
     redactor = Redactor.for_run(redact)
     readings = _readings(lines, path, host, redactor)
+    opened()
     batches = _Batches(store, journal)
     batches.add([TranscriptImported(str(path), scan.digest, host, scan.commands)])
     now = datetime.now().astimezone()  # a transcript's times are of the importing machine's zone
