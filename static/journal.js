@@ -9,12 +9,20 @@
     var id = window.location.hash.slice(1);
     if (!id) { return; }
     var line = document.getElementById(id);
+    // a row of a folded table (the throughput page's figures): its fold opened first
+    var fold = line && line.closest ? line.closest("details") : null;
+    if (fold && !fold.open) { fold.open = true; }
     if (line && !line.dataset.shown) {
       line.dataset.shown = "true";
       line.scrollIntoView({block: "center"});
     }
   }
   document.addEventListener("DOMContentLoaded", showTarget);
+  window.addEventListener("hashchange", function () {
+    var line = document.getElementById(window.location.hash.slice(1));
+    if (line) { delete line.dataset.shown; }
+    showTarget();
+  });
   document.addEventListener("htmx:afterSettle", showTarget);
 
   // Each live message's id is the newest event it shows. The element that holds the stream
