@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from bench.screenshots import WIDTH, take
 from tests.browsing import chromium, journal_server
@@ -170,3 +170,65 @@ def test_choosing_a_pitfall_on_the_findings_page_shows_its_findings_alone(
     assert keys and len(keys) < every and all(k.startswith(f"{ids[0]}:") for k in keys), keys
     assert page.locator("select[name=pitfall]").input_value() == ids[0]
     page.context.close()
+
+
+#: Where `UPDATE_SCREENSHOTS=1` puts the newcomer's walk (else the test's own folder).
+NEWCOMER = Path(__file__).resolve().parents[1] / "docs" / "screenshots" / "newcomer"
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+def test_a_newcomer_walks_from_the_demo_to_the_postmortem(
+    browser: Browser, url: str, width: int, tmp_path: Path
+) -> None:
+    """The demo's journal page, the run that fixed it, the findings, the throughput, the
+    postmortem's download, at 1400 and 420 px: at the top of each page (its first screen) what
+    a reviewer must see; a screenshot of each (docs/screenshots/newcomer/)."""
+    import os
+
+    folder = NEWCOMER if os.environ.get("UPDATE_SCREENSHOTS") else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    height = 900
+    page = _page(browser, viewport={"width": width, "height": height}, accept_downloads=True)
+
+    def first_screen(locator: Locator) -> None:
+        expect(locator).to_be_visible()
+        box = locator.bounding_box()
+        assert box is not None and box["y"] < height - 100, (width, box)  # 100 px of it show
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+    def shot(name: str) -> None:
+        page.screenshot(path=str(folder / f"{name}-{width}.png"))
+
+    try:
+        page.goto(url + "/")
+        page.get_by_role("link", name=DEMO, exact=True).click()
+        page.locator("#story:not(.pending)").wait_for()
+        # the journal: its story first, saying what went wrong, what fixed it, what is open
+        first_screen(page.locator("#story table.stack").first)
+        expect(page.locator("#story .story-fixed")).to_contain_text("noop-install")
+        expect(page.locator("#story .story-open")).to_contain_text("downgrade-cascade")
+        shot("journal")
+        # the run that fixed it, from the story: what it changed, at its top
+        page.locator("#story .story-fixed a.fix", has_text="reinstall-torch").first.click()
+        first_screen(page.locator("#run-head"))
+        expect(page.locator("#run-head h1")).to_contain_text("reinstall-torch")
+        expect(page.locator("#packages tr.kind-downgraded")).to_have_count(2)
+        shot("run")
+        # the findings: what is still open first
+        page.locator("nav.tabs").get_by_role("link", name=re.compile("^Findings")).click()
+        first = page.locator("article.finding").first
+        first_screen(first)
+        expect(first).to_have_class(re.compile(r"\bstate-open\b"))
+        shot("findings")
+        # the throughput: before and after at the top, every figure folded away
+        page.locator("nav.tabs").get_by_role("link", name="Throughput").click()
+        first_screen(page.locator("#before-after"))
+        expect(page.locator("#figures")).to_be_hidden()
+        shot("throughput")
+        # the postmortem, downloaded as a reviewer files it
+        with page.expect_download() as got:
+            page.locator("nav.exports a", has_text="Markdown").click()
+        written = Path(got.value.path()).read_text()
+        assert written.startswith(f"# Postmortem: {DEMO}") and "## What changed" in written
+    finally:
+        page.context.close()
