@@ -537,7 +537,10 @@ def step_name(command: str) -> str:
         if not rest[0].startswith("-"):
             return _bounded([program, rest[0].rsplit("/", 1)[-1]]) or "command"
     name = [program]
-    for index, word in enumerate(rest[:3]):
+    # a message (echo, printf) is named by all of it, to the limit: three words of it read as
+    # a phrase cut short (`echo-hello-from-the`); a command by its first words (git commit)
+    said = rest if program in ("echo", "printf") else rest[:3]
+    for index, word in enumerate(said):
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", word):
             break
         name.append(word)

@@ -89,6 +89,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         ("nvcc --version", "nvcc"),
         ("CUDA_VISIBLE_DEVICES=0 python3 train.py --steps 10", "python3-train.py"),
         ("ls -la | grep torch", "ls"),
+        ("git commit -m 'pin torch' --all", "git-commit"),  # a command: its first words
+        ("echo hello from the shell", "echo-hello-from-the-shell"),  # a message: all of it
+        ("echo $HF_TOKEN", "echo"),
     ],
 )
 def test_imported_steps_are_named_from_their_command(command: str, name: str) -> None:
