@@ -196,8 +196,30 @@ def test_show_refuses_a_run_it_does_not_know(demo: tuple[Path, Path]) -> None:
     )
     typo = on_demo(demo, "show", run[:-1] + "x")
     assert typo.returncode == 2 and run in text(typo.stderr)  # suggested
-    ambiguous = on_demo(demo, "show", run[:4])
+    assert run[:6] != run and on_demo(demo, "show", run[:8]).returncode == 0  # a start names it
+
+
+def test_show_says_a_start_two_runs_share_is_ambiguous(tmp_path: Path) -> None:
+    from journal.events import StepFinished, StepStarted
+    from journal.store import EventStore
+
+    db = tmp_path / "journal.db"
+    store = EventStore(str(db))
+    try:
+        for run in ("3f9a2c01" + "19a0b2c3d4e", "3f9a2c77" + "19a0b2c3d4f"):
+            store.append(
+                "two",
+                [
+                    StepStarted(run, "hello", "box", "local", "echo hello"),
+                    StepFinished(run, "box", "succeeded", 0, 0.1),
+                ],
+            )
+    finally:
+        store.close()
+    ambiguous = journal("show", "3f9a2c", "--journal", "two", db=db)
     assert ambiguous.returncode == 2 and "ambiguous" in text(ambiguous.stderr)
+    assert no_traceback(ambiguous)
+    assert journal("show", "3f9a2c7", "--journal", "two", db=db).returncode == 0
 
 
 # --- real runs on the local host: failures, output tails, exit status -----------------------

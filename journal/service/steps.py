@@ -55,8 +55,11 @@ OWN_STOP_MARK = "stopped-disk-full"
 
 
 def new_run_id() -> str:
-    """A step run's id: sortable by start time, unique across machines."""
-    return f"{int(time.time() * 1000):x}{uuid.uuid4().hex[:8]}"
+    """A step run's id, unique across machines: 8 random hex digits, then its start time in
+    milliseconds (hex). Random first, so that a few of its first characters name it, as a
+    commit's do in git (`journal show 3f9a2c`): with the time first, every run of a session
+    shared its first nine. Runs are ordered by where they lie in the journal, never by id."""
+    return f"{uuid.uuid4().hex[:8]}{int(time.time() * 1000):x}"
 
 
 @dataclass(frozen=True)
