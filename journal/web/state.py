@@ -54,6 +54,7 @@ class JournalState:
     #: how many items the timeline holds in all when only its newest are loaded (0: all are)
     partial: int = 0
     _story: Story | None = field(default=None, repr=False, compare=False)
+    _turns: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def story(self) -> Story | None:
         """The upgrade's story (stack before and after, headline figures, findings by state),
@@ -89,32 +90,15 @@ class JournalState:
                 out.setdefault(found.run, []).append(found)
         return out
 
-    def turns(self, limit: int = 3) -> dict[str, Any]:
+    def turns(self) -> dict[str, Any]:
         """What the story header says went wrong and what fixed it, and what is still open:
-        ``fixed``, ``limit`` errors and warnings a later run (or probe, figure) resolved,
-        errors first, each in the order found; ``open``, ``limit`` open ones, errors first;
-        ``more_fixed``, ``more_open``: how many more of each there are."""
-        fixed: list[Finding] = []
-        still: list[Finding] = []
-        for found in self.findings:
-            if found.severity == "info":
-                continue
-            if found.resolved_by is not None:
-                fixed.append(found)
-            elif found.is_open:
-                still.append(found)
-
-        def worst_first(found: Finding) -> bool:
-            return found.severity != "error"
-
-        fixed.sort(key=worst_first)
-        still.sort(key=worst_first)
-        return {
-            "fixed": fixed[:limit],
-            "open": still[:limit],
-            "more_fixed": max(0, len(fixed) - limit),
-            "more_open": max(0, len(still) - limit),
-        }
+        ``fixed``, :data:`TURNS` errors and warnings a later run (or probe, figure) resolved,
+        errors first, each in the order found; ``open``, as many open ones, errors first;
+        ``more_fixed``, ``more_open``: how many more of each there are. Worked out once per
+        state (every page of the journal shows it)."""
+        if self._turns is None:
+            self._turns = _turns(self.findings, TURNS)
+        return self._turns
 
     def open_counts(self) -> dict[str, int] | None:
         """Open findings by severity (None while only the newest items are loaded)."""
@@ -186,6 +170,34 @@ class _Runs(dict[str, StepRunView]):
     def get(self, run_id: str, default: Any = None) -> Any:  # type: ignore[override]
         view = self._load(run_id)
         return default if view is None else view
+
+
+#: How many findings the story header names of what was fixed, and of what is open.
+TURNS = 3
+
+
+def _turns(findings: list[Finding], limit: int) -> dict[str, Any]:
+    fixed: list[Finding] = []
+    still: list[Finding] = []
+    for found in findings:
+        if found.severity == "info":
+            continue
+        if found.resolved_by is not None:
+            fixed.append(found)
+        elif found.is_open:
+            still.append(found)
+
+    def worst_first(found: Finding) -> bool:
+        return found.severity != "error"
+
+    fixed.sort(key=worst_first)
+    still.sort(key=worst_first)
+    return {
+        "fixed": fixed[:limit],
+        "open": still[:limit],
+        "more_fixed": max(0, len(fixed) - limit),
+        "more_open": max(0, len(still) - limit),
+    }
 
 
 @dataclass
