@@ -3,6 +3,7 @@ times, durations, counts, figures, a command's first line, what a rollback put b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -42,12 +43,12 @@ def first_line(command: str) -> str:
     return head + (" …" if rest else "")
 
 
-def rollback_text(rollback: dict[str, Any]) -> str:
+def rollback_text(rollback: dict[str, Any], short: Callable[[str], str] = str) -> str:
     """What a rollback run put back: ``rollback to before:install-torch: the 5 packages
-    before run 1a23…`` (``StepStarted.rollback``)."""
+    before run 1a23…`` (``StepStarted.rollback``), its run's id as ``short`` shows it."""
     count = len(rollback.get("packages") or {})
     side = "before" if rollback.get("phase") == "before" else "after"
     return (
         f"rollback to {rollback.get('to')}: the {plural(count, 'package')} {side} run "
-        f"{rollback.get('run')}"
+        f"{short(rollback.get('run') or '')}"
     )

@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 # The statuses of a step run, as ``StepFinished.status`` records them or settling names them.
@@ -240,3 +240,55 @@ def in_process_table(machine: str, pid: int) -> bool:
         except OSError:
             return False
         return True
+
+
+#: The fewest characters a run id is shown with: its random digits
+#: (:func:`journal.service.steps.new_run_id`'s).
+SHORT_ID = 8
+
+
+class ShortIds:
+    """Run ids as a person types them, as git shows commits: the shortest start, of
+    :data:`SHORT_ID` characters at least, that no other run shares (``journal show`` takes
+    it). ``neighbours`` gives, for some ids, the ids right before and after each in id order
+    (``EventStore.id_neighbours``); ``know`` asks it of many ids at once, a call of one id
+    asks of that one. A start unique today may be shared later, as in git: the whole id
+    stays in JSON, links and finding keys."""
+
+    def __init__(
+        self,
+        neighbours: Callable[[list[str]], dict[str, tuple[str | None, str | None]]],
+    ) -> None:
+        self._neighbours = neighbours
+        self._known: dict[str, str] = {}
+
+    def know(self, ids: list[str]) -> None:
+        wanted = [run for run in ids if run and run not in self._known]
+        for run, near in self._neighbours(wanted).items() if wanted else ():
+            length = SHORT_ID
+            for other in near:
+                if other is not None:
+                    length = max(length, len(os.path.commonprefix([run, other])) + 1)
+            self._known[run] = run[:length]
+
+    def __call__(self, run: str) -> str:
+        if run and run not in self._known:
+            self.know([run])
+        return self._known.get(run, run)
+
+
+def along(short: Callable[[str], str], items: Iterable[dict], key: str = "run") -> Iterator[dict]:
+    """``items`` as they come, their ids (``item[key]``) made known to ``short`` a hundred
+    at a time ahead of them when it is a :class:`ShortIds` (a long list: one query each)."""
+    if not isinstance(short, ShortIds):
+        yield from items
+        return
+    batch: list[dict] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == 100:
+            short.know([b[key] for b in batch if b.get(key)])
+            yield from batch
+            batch = []
+    short.know([b[key] for b in batch if b.get(key)])
+    yield from batch

@@ -52,6 +52,26 @@
     }
   });
 
+  // The throughput page's changes along the way: folded under each series' first → latest
+  // row until asked for (without this script, every row shows).
+  function foldAlong() {
+    document.querySelectorAll("[data-along]").forEach(function (box) {
+      if (box.dataset.folding) { return; }
+      box.dataset.folding = "true";
+      box.classList.add("along-folded");
+      var toggle = box.querySelector(".along-toggle");
+      if (toggle) { toggle.hidden = false; }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", foldAlong);
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest ? evt.target.closest("button[data-toggle-along]") : null;
+    var box = button ? button.closest("[data-along]") : null;
+    if (!box) { return; }
+    var folded = box.classList.toggle("along-folded");
+    button.textContent = folded ? button.dataset.folded : button.dataset.shown;
+  });
+
   document.addEventListener("click", function (evt) {
     var button = evt.target.closest ? evt.target.closest("button[data-copy]") : null;
     if (!button) { return; }

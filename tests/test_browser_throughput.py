@@ -116,7 +116,15 @@ def test_the_demo_throughput_page_is_compact_at_1400_px_and_reads_each_direction
     for fold in ("#counts-fold", "#figures-fold"):
         assert page.locator(fold).evaluate("d => d.open") is False
     expect(page.locator("#figures")).to_be_hidden()
-    assert height < OLD_HEIGHT * 0.3, height  # 3,708 px when this was written (7,279 unfolded)
+    # each series' first → latest; the changes along the way folded under a button
+    along = page.locator("#before-after tr.along")
+    changes = along.count()
+    assert changes > 10
+    expect(along.first).to_be_hidden()
+    toggle = page.locator("button[data-toggle-along]")
+    expect(toggle).to_have_text(f"show the {changes} changes along the way")
+    # 2,806 px when this was written (3,708 with the changes along the way, 7,279 unfolded)
+    assert height < OLD_HEIGHT * 0.3, height
     # charts sit side by side: the first row holds several, at one height
     tops = [b["y"] for b in (boxes.nth(i).bounding_box() for i in range(3)) if b]
     lefts = [b["x"] for b in (boxes.nth(i).bounding_box() for i in range(3)) if b]
@@ -158,6 +166,13 @@ def test_the_demo_throughput_page_is_compact_at_1400_px_and_reads_each_direction
     if os.environ.get("UPDATE_SCREENSHOTS"):  # the docs' picture, on demand (no churn)
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ARTIFACTS / "throughput-demo.png", SCREENSHOT)
+    toggle.click()
+    expect(along.first).to_be_visible()
+    expect(toggle).to_have_text(f"hide the {changes} changes along the way")
+    taller = page.evaluate("document.documentElement.scrollHeight")
+    assert taller > height, (taller, height)
+    toggle.click()
+    expect(along.first).to_be_hidden()
     # on a narrow screen, one chart a row
     page.set_viewport_size({"width": 600, "height": 900})
     first, second = (boxes.nth(i).bounding_box() for i in range(2))

@@ -148,10 +148,10 @@ def assert_shown_as_a_rollback(demo: Demo, started: StepStarted) -> None:
     target = started.rollback["run"]  # type: ignore[index]
     count = len(started.rollback["packages"])  # type: ignore[index]
     said = f"rollback to before:install-torch: the {count} packages before run {target}"
-    log = text(demo.run("log").stdout)
-    heading = next(line for line in log.splitlines() if f"run {started.run}" in line)
+    log = text(demo.run("log").stdout)  # runs by the first 8 characters of their ids
+    heading = next(line for line in log.splitlines() if line.endswith(f"run {started.run[:8]}"))
     assert "] rollback on local: succeeded" in heading
-    assert said in log.split(heading, 1)[1].split("\n")[2]  # under its command
+    assert said.replace(target, target[:8]) in log.split(heading, 1)[1].split("\n")[2]
     assert said in text(demo.run("show", started.run).stdout)
     items = json.loads(demo.run("log", "--format", "json").stdout)["items"]
     item = next(i for i in items if i.get("run") == started.run)
@@ -161,7 +161,7 @@ def assert_shown_as_a_rollback(demo: Demo, started: StepStarted) -> None:
     out = demo.folder / "pm.md"
     done = demo.run("export", "postmortem", "-o", str(out), "--base-url", base)
     assert done.returncode in (0, 1), text(done.stderr)
-    link = f"[`{target}`]({base}/j/{JOURNAL}/run/{target})"
+    link = f"[`{target[:8]}`]({base}/j/{JOURNAL}/run/{target})"
     assert f"rollback to `before:install-torch` (the packages before run {link})" in (
         out.read_text()
     )

@@ -29,8 +29,12 @@ def test_a_long_line_is_cut_on_the_page_and_whole_in_the_raw_output(tmp_path: Pa
     assert done.returncode == 0, text(done.stderr)
     run = re.search(rb"run (\w+)\)", done.stderr)
     assert run is not None
-    run_id = run.group(1).decode()
+    short = run.group(1).decode()
     client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    sent = client.get(f"/j/long/run/{short}?page=1")  # the id as the verdict shows it
+    assert sent.status_code == 302
+    assert sent.location.startswith(f"/j/long/run/{short}") and sent.location.endswith("?page=1")
+    run_id = sent.location.split("/")[-1].split("?")[0]
     page = client.get(f"/j/long/run/{run_id}").get_data(as_text=True)
     assert "20,000 more characters on this line" in page
     assert f'href="/j/long/run/{run_id}/raw"' in page

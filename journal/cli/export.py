@@ -25,6 +25,7 @@ from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
 from journal.paths import output_file, write_lines
 from journal.projections.period import find_plan_run, plan_span, since_moment
+from journal.runs import ShortIds
 from journal.service.runs import find_stored_run
 
 #: File suffixes and the format each names.
@@ -102,18 +103,19 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
                 f"the journal {journal!r} holds nothing{export.part_title(part)} to write a "
                 "postmortem about: no step run, probe, figure or note"
             ) from None
+        short = ShortIds(ctx.store.id_neighbours)
         if output is None:
             # held aside (on disk past a few MB) until the whole read stands: a read begun
             # again, because another process saved the journal meanwhile, prints nothing twice
             held = tempfile.SpooledTemporaryFile(SPOOL_BYTES, mode="w+", encoding="utf-8")
             spools.append(held)
-            export.write(doc, fmt, held.write)
+            export.write(doc, fmt, held.write, None, short)
             return doc, None
         try:
             shown = [chart for chart in doc["charts"] if chart["throughput"]]
             links = write_charts(output, shown) if fmt == "md" else None
             with output.open("w", encoding="utf-8") as file:
-                export.write(doc, fmt, file.write, links)
+                export.write(doc, fmt, file.write, links, short)
         except OSError as exc:
             raise BadInput(
                 f"cannot write the postmortem to {output}: {exc.strerror or exc}"

@@ -57,8 +57,9 @@ def run_bench(ctx: Context, args: argparse.Namespace) -> int:
         notifier=notifier,
     )
     timeline, comparisons = _comparisons(ctx, runbook.name)
+    short = render.short_ids(ctx.store)
     for bench in runs:
-        print(render.verdict(bench.run), file=sys.stderr)
+        print(render.verdict(bench.run, short), file=sys.stderr)
         view = timeline.runs.get(bench.run.run_id)
         for metric in view.metrics if view else []:
             print(f"journal:   {_line(metric, comparisons)}", file=sys.stderr)

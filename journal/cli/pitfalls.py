@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from journal.cli.context import Context
@@ -15,11 +16,14 @@ from journal.terminal import visible
 LABEL = {"error": "ERROR  ", "warning": "WARNING", "info": "INFO   "}
 
 
-def finding_text(found: Finding, where: str = "", with_key: bool = False) -> str:
-    """A finding as a few lines: severity, id, where, state; title; evidence; advice; and,
-    in a journal, the key that `journal pitfalls ack` takes. Control characters of the
+def finding_text(
+    found: Finding, where: str = "", with_key: bool = False, short: Callable[[str], str] = str
+) -> str:
+    """A finding as a few lines: severity, id, where (its run's id as ``short`` shows it),
+    state; title; evidence; advice; and, in a journal, the key that `journal pitfalls ack`
+    takes (the whole run id in it). Control characters of the
     evidence (host output, a pasted transcript) are made visible, not obeyed."""
-    place = where or (f"{found.step} on {found.host} (run {found.run})" if found.run else "")
+    place = where or (f"{found.step} on {found.host} (run {short(found.run)})" if found.run else "")
     state = "" if found.is_open else f"  [{found.state.upper()}]"
     lines = [f"{LABEL[found.severity]} {found.id}  {place}{state}", f"        {found.title}"]
     if found.regression_of:
@@ -100,8 +104,12 @@ def pitfalls(ctx: Context, args: argparse.Namespace) -> int:
         f"{counted.resolved} resolved, {counted.acknowledged} acknowledged"
         + ("" if args.all or len(shown) == total else " (--all lists them too)")
     )
+    from journal.cli.render import short_ids
+
+    short = short_ids(ctx.store)
+    short.know([f.run for f in shown if f.run])
     for one in shown:
-        print(finding_text(one, with_key=True))
+        print(finding_text(one, with_key=True, short=short))
     return 0
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from journal.cli.echo import Echo
 from journal.cli.live import fleet_report
 from journal.cli.pitfalls import one_line
-from journal.cli.render import Judged, timeline_text, verdict
+from journal.cli.render import Judged, short_ids, timeline_text, verdict
 from journal.cli.rollback import plan_lines
 from journal.display import when
 from journal.pitfalls.base import Finding
@@ -40,8 +40,14 @@ def plain_echo(count: int) -> Echo:
 class TerminalPlanReport:
     """The plan's progress as `journal run plan` prints it (a :class:`PlanReporter`)."""
 
-    def __init__(self, echo_for: Callable[[int], Echo] = plain_echo) -> None:
+    def __init__(
+        self, echo_for: Callable[[int], Echo] = plain_echo, short: Callable[[str], str] = str
+    ) -> None:
         self._echo_for = echo_for
+        self.short = short  # how a run id is shown (short_ids)
+
+    def verdict(self, run: StepRun) -> str:
+        return verdict(run, self.short)
 
     def echo_for(self, count: int) -> Echo:
         return self._echo_for(count)
@@ -76,7 +82,7 @@ class TerminalPlanReport:
         say(f"==> {step} on {', '.join(hosts)}")
 
     def step_verdict(self, run: FleetRun[StepRun], echo: Echo, findings: list[Finding]) -> None:
-        for line in fleet_report(run, echo, verdict, lambda r: not r.outcome.ok):
+        for line in fleet_report(run, echo, self.verdict, lambda r: not r.outcome.ok):
             say(line.removeprefix("journal: "))
         for found in findings:
             say(one_line(found))
@@ -94,10 +100,11 @@ class TerminalDemoReport(TerminalPlanReport):
     the rollback plan as `journal log` and `journal rollback --dry-run` print them."""
 
     def bench_ran(self, run: StepRun) -> None:
-        print(verdict(run), file=sys.stderr)
+        print(self.verdict(run), file=sys.stderr)
 
     def timeline(self, timeline: Timeline, findings: list[Finding]) -> None:
-        print(timeline_text(timeline, Judged(findings)))  # as `journal log` says them
+        # as `journal log` says them
+        print(timeline_text(timeline, Judged(findings, short=self.short)))
 
     def rollback_planned(self, host_plan: HostPlan) -> None:
         print("\n".join(plan_lines(host_plan)))
@@ -114,4 +121,5 @@ def run_plan(
     ``to_step``, the hosts, ``schedule`` ...), reporting in the terminal; the exit status.
     (`journal run plan` has checked ``--from``/``--to`` already, wording any problem in terms of
     the flags.)"""
-    return run_plan_service(store, runbook, TerminalPlanReport(echo_for), **options)
+    report = TerminalPlanReport(echo_for, short_ids(store))
+    return run_plan_service(store, runbook, report, **options)

@@ -91,7 +91,8 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     # Only the findings shown are read: those of each step's latest run, the open errors,
     # and the counts of the rest.
     latest = [state.last.run_id for host in hosts for state in host.steps if state.last]
-    judged = render.Judged(run_findings(ctx.store, journal, latest), colour=_colour())
+    short = render.short_ids(ctx.store)
+    judged = render.Judged(run_findings(ctx.store, journal, latest), colour=_colour(), short=short)
     open_errors = open_findings(ctx.store, journal, "error")
     code = 1 if failed or open_errors else 0
     if args.format == "json":
@@ -128,12 +129,17 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
             }
         )
     else:
+        short.know(latest + [f.run for f in open_errors if f.run])
         print(_story_text(told))
         print(render.progress_text(journal, timeline.plan, hosts, timeline, judged))
         for host in imported.values():
             print(visible("\n".join(status_lines(host))))
         for found in open_errors:
-            where = f"{found.step} on {found.host} (run {found.run})" if found.run else found.host
+            where = (
+                f"{found.step} on {found.host} (run {short(found.run)})"
+                if found.run
+                else found.host
+            )
             print(visible(f"open error {found.id}: {where or journal}: {first_line(found.title)}"))
         if code:
             why = [plural(len(failed), "failed step run")] if failed else []
@@ -143,7 +149,7 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     if lost:
-        runs = ", ".join(f"{v.step} on {v.host} (run {v.run_id})" for v in lost[:5])
+        runs = ", ".join(f"{v.step} on {v.host} (run {short(v.run_id)})" for v in lost[:5])
         more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
         print(
             f"journal: lost (their recorder is gone; the commands may still run): {runs}{more}; "
@@ -190,7 +196,10 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
     page = Timeline(journal, plan=found.plan, hosts=found.hosts, items=items)
     page.runs = {i.run_id: i for i in items if isinstance(i, StepRunView)}
     page.events, page.last_ts = found.events, found.last_ts
-    judged = render.Judged(run_findings(store, journal, list(page.runs)), colour=_colour())
+    short = render.short_ids(store)
+    judged = render.Judged(
+        run_findings(store, journal, list(page.runs)), colour=_colour(), short=short
+    )
     if args.format == "json":
         if args.follow or args.output:
             raise BadInput("--format json lists the timeline; it cannot --follow or --full-output")
@@ -203,6 +212,7 @@ def log(ctx: Context, args: argparse.Namespace) -> int:
             }
         )
         return 0
+    short.know(list(page.runs))
     timeline = page
     # Output is printed as it was recorded; to a terminal with only its colours obeyed (a
     # title, a cleared screen, a cursor move are shown as escapes, not done).

@@ -7,6 +7,7 @@ clear its screen; a step's output itself (`journal log --full-output`) is printe
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from journal.display import figure, first_line, plural, rollback_text, seconds, when
@@ -26,7 +27,7 @@ from journal.projections.timeline import (
     TimelineItem,
 )
 from journal.projections.unread import of_run, snapshots_of, texts
-from journal.runs import FAILURES
+from journal.runs import FAILURES, ShortIds
 from journal.service.story import run_status
 from journal.terminal import visible
 
@@ -53,11 +54,13 @@ RESET = "\x1b[0m"
 @dataclass
 class Judged:
     """What the CLI says of runs beyond their own record: their findings (by run), the
-    status each is shown with and its open error findings."""
+    status each is shown with, its open error findings and its id as shown."""
 
     findings: list[Finding] = field(default_factory=list)
     colour: bool = False
     by_run: dict[str, list[Finding]] = field(default_factory=dict)
+    #: how a run id is shown (:class:`journal.runs.ShortIds`; whole where no store is at hand)
+    short: Callable[[str], str] = str
 
     def __post_init__(self) -> None:
         for found in self.findings:
@@ -79,6 +82,11 @@ class Judged:
         if status == "no change" and self.colour:
             return f"{AMBER}{status}{RESET}"
         return status
+
+
+def short_ids(store) -> ShortIds:  # type: ignore[no-untyped-def]
+    """Run ids as this command shows them: short and unique in ``store`` (an EventStore)."""
+    return ShortIds(store.id_neighbours)
 
 
 #: The indent of a timeline item's details, under its time.
@@ -106,14 +114,14 @@ def run_line(run: StepRunView, command: bool = True, judged: Judged | None = Non
     typed = " in journal shell" if run.interactive else ""
     line = (
         f"{when(run.started)}  [{MARK.get(status, status)}] {run.step} on {run.host}{typed}: "
-        f"{status}{exit_text}{took}  ({out})  run {run.run_id}"
+        f"{status}{exit_text}{took}  ({out})  run {judged.short(run.run_id)}"
     )
     if errors:
         line += f"  open error: {', '.join(errors)}"
     if command:
         line += f"\n{PAD}$ {first_line(run.command)}"
     if run.rollback:
-        line += f"\n{PAD}{rollback_text(run.rollback)}"
+        line += f"\n{PAD}{rollback_text(run.rollback, judged.short)}"
     if run.reason:
         line += f"\n{PAD}{run.reason}"
     line = visible(line)
@@ -380,12 +388,14 @@ def progress_text(
             rest.append("  stack not probed yet: `journal run probe torch-env`")
         for state in host.steps:  # a latest run that read nothing must not pass for a clean one
             if state.last is not None:
-                rest += [f"  {t} (run {state.last.run_id})" for t in texts(of_run(state.last))]
+                run = judged.short(state.last.run_id)
+                rest += [f"  {t} (run {run})" for t in texts(of_run(state.last))]
     return "\n".join([*lines, visible("\n".join(rest))] if rest else lines)
 
 
-def verdict(run) -> str:  # type: ignore[no-untyped-def]
-    """The closing line of a step run: host, status, exit status, duration, reason."""
+def verdict(run, short: Callable[[str], str] = str) -> str:  # type: ignore[no-untyped-def]
+    """The closing line of a step run: host, status, exit status, duration, reason, and its
+    id as ``short`` shows it."""
     outcome = run.outcome
     code = "" if outcome.exit_code is None else f", exit {outcome.exit_code}"
     reason = f": {outcome.reason}" if outcome.reason else ""
@@ -393,7 +403,7 @@ def verdict(run) -> str:  # type: ignore[no-untyped-def]
     took = seconds(outcome.duration)
     return visible(
         f"journal: [{mark}] {run.step} on {run.host} {outcome.status}{code} in {took}{reason} "
-        f"(run {run.run_id})"
+        f"(run {short(run.run_id)})"
     )
 
 

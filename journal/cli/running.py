@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 from journal.cli import render
@@ -85,7 +86,8 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
         notifier=notifier,
     )
     runs = fleet.results
-    for line in fleet_report(fleet, echo, render.verdict, lambda run: not run.outcome.ok):
+    shown = partial(render.verdict, short=render.short_ids(ctx.store))
+    for line in fleet_report(fleet, echo, shown, lambda run: not run.outcome.ok):
         print(line, file=sys.stderr)
     say_findings(ctx.store, runbook.name, [run.run_id for run in runs], notifier)
     if not fleet.complete:
@@ -117,8 +119,9 @@ def attach(ctx: Context, args: argparse.Namespace) -> int:
         accept_new_host_key=args.accept_new_host_key,
         notifier=notifier,
     )
+    short = render.short_ids(ctx.store)
     for run in runs:
-        print(render.verdict(run), file=sys.stderr)
+        print(render.verdict(run, short), file=sys.stderr)
     say_findings(ctx.store, runbook.name, [run.run_id for run in runs], notifier)
     return exit_status(runs)
 
@@ -232,4 +235,5 @@ def demo(ctx: Context, args: argparse.Namespace) -> int:
     if not ctx.db_given:
         ctx.db = str(root.resolve() / "journal.db")
     ctx.runbook_path = str(runbook.path)
-    return run_demo(ctx.store, runbook, TerminalDemoReport(), ctx.db)
+    report = TerminalDemoReport(short=render.short_ids(ctx.store))
+    return run_demo(ctx.store, runbook, report, ctx.db)

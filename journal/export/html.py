@@ -18,6 +18,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from journal.export import wording
 from journal.resources import folder
+from journal.runs import along
 
 #: ``templates/`` at the repository root.
 TEMPLATES = folder("templates")
@@ -86,10 +87,18 @@ class _Svg:
         return self.svg
 
 
-def write(doc: dict[str, Any], out: Callable[[str], Any]) -> None:
+def write(
+    doc: dict[str, Any], out: Callable[[str], Any], short: Callable[[str], str] = str
+) -> None:
     """Write the HTML document to ``out`` as the template makes it (its long lists an item
-    at a time, where they are :class:`~journal.streamed.Lazy`)."""
+    at a time, where they are :class:`~journal.streamed.Lazy`), run ids as ``short`` shows
+    them."""
     charts = [{**chart, "svg": _Svg(chart["svg"])} for chart in doc["charts"]]
     template = environment().get_template("export/postmortem.html")
-    for part in template.generate(doc=doc, charts=charts, policy=POLICY):
+    commands = along(short, doc["supporting"]["commands"])
+    pitfalls = along(short, doc["pitfalls"])
+    parts = template.generate(
+        doc=doc, charts=charts, policy=POLICY, short=short, commands=commands, pitfalls=pitfalls
+    )
+    for part in parts:
         out(part)

@@ -13,7 +13,7 @@ FILE.md` writes them to ``FILE-charts/``) it links each as an image.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from journal.export.wording import (
@@ -33,6 +33,7 @@ from journal.export.wording import (
     what,
     when,
 )
+from journal.runs import along
 from journal.streamed import Lines, Write
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<|~&#])")
@@ -136,10 +137,14 @@ def render(doc: dict[str, Any], chart_links: list[tuple[str, str]] | None = None
 
 
 def write(
-    doc: dict[str, Any], out: Write, chart_links: list[tuple[str, str]] | None = None
+    doc: dict[str, Any],
+    out: Write,
+    chart_links: list[tuple[str, str]] | None = None,
+    short: Callable[[str], str] = str,
 ) -> None:
     """Write the Markdown document to ``out`` a section at a time (the timeline, the
-    pitfalls and the commands a line at a time)."""
+    pitfalls and the commands a line at a time), run ids as ``short`` shows them
+    (:class:`journal.runs.ShortIds`; the JSON keeps them whole)."""
     lines = Lines(out)
     hosts = ", ".join(f"{code(h['name'])} ({text(h['target'])})" for h in doc["hosts"])
     out = [
@@ -166,15 +171,15 @@ def write(
         out += [text(note["text"]), ""]
     lines.add(out)
     lines.add(_impact(doc, chart_links))  # a year's changes: not held while the rest is written
-    lines.add(_timeline(doc))
-    lines.add(_failures(doc))
+    lines.add(_timeline(doc, short))
+    lines.add(_failures(doc, short))
     lines.add(_changes(doc))
-    lines.add(_pitfalls(doc))
+    lines.add(_pitfalls(doc, short))
     lines.add(["## Root causes", "", *_notes(doc["root_causes"], "root_causes")])
     lines.add(["## Trigger", "", *_notes(doc["trigger"], "trigger")])
-    lines.add(_actions(doc))
+    lines.add(_actions(doc, short))
     lines.add(["## Lessons learned", "", *_notes(doc["lessons"], "lessons")])
-    lines.add(_supporting(doc))
+    lines.add(_supporting(doc, short))
     lines.end()
 
 
@@ -214,7 +219,7 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _failures(doc: dict[str, Any]) -> list[str]:
+def _failures(doc: dict[str, Any], short: Callable[[str], str]) -> list[str]:
     out = ["## Failed steps", ""]
     if not doc["failures"]:
         return out + ["_No step run failed._", ""]
@@ -224,7 +229,8 @@ def _failures(doc: dict[str, Any]) -> list[str]:
         out += [
             f"### {code(run['step'])} on {code(run['host'])}: {text(run['status'])}{exit_code}",
             "",
-            f"At {text(when(run['time']))}, run {code(run['run'])}{page}: {code(run['command'])}",
+            f"At {text(when(run['time']))}, run {code(short(run['run']))}{page}: "
+            + code(run["command"]),
             "",
         ]
         if run["stderr"]:
@@ -316,24 +322,24 @@ def _dest(path: str) -> str:
     return re.sub(r"([<>\\])", r"\\\1", path)
 
 
-def _timeline(doc: dict[str, Any]) -> Iterator[str]:
+def _timeline(doc: dict[str, Any], short: Callable[[str], str]) -> Iterator[str]:
     yield from ["## Timeline", ""]
     if not doc["timeline"]:
         yield from _empty("timeline")
         return
     header = ["Time (UTC)", "Elapsed", "What", "Host", "Outcome", "Took"]
-    yield from table_lines(header, _timeline_rows(doc))
+    yield from table_lines(header, _timeline_rows(doc, short))
     yield ""
 
 
-def _timeline_rows(doc: dict[str, Any]) -> Iterator[list[str]]:
+def _timeline_rows(doc: dict[str, Any], short: Callable[[str], str]) -> Iterator[list[str]]:
     for entry in doc["timeline"]:
         kind = entry["kind"]
         if kind in ("step", "benchmark"):
             about = f"{kind} {code(entry['step'])}"
         elif kind == "rollback":
             back = entry["rollback"]
-            target = code(back["run"])
+            target = code(short(back["run"]))
             if back["url"]:
                 target = f"[{target}]({back['url']})"
             side = "before" if back["phase"] == "before" else "after"
@@ -384,16 +390,16 @@ def _changes(doc: dict[str, Any]) -> Iterator[str]:
         yield ""
 
 
-def _pitfalls(doc: dict[str, Any]) -> Iterator[str]:
+def _pitfalls(doc: dict[str, Any], short: Callable[[str], str]) -> Iterator[str]:
     yield from ["## Pitfalls hit", ""]
     if not doc["pitfalls"]:
         yield from _empty("pitfalls")
         return
-    for i, found in enumerate(doc["pitfalls"], 1):
-        yield from _pitfall(i, found)
+    for i, found in enumerate(along(short, doc["pitfalls"]), 1):
+        yield from _pitfall(i, found, short)
 
 
-def _pitfall(i: int, found: dict[str, Any]) -> list[str]:
+def _pitfall(i: int, found: dict[str, Any], short: Callable[[str], str]) -> list[str]:
     out: list[str] = []
     where = []
     if found["step"]:
@@ -403,7 +409,7 @@ def _pitfall(i: int, found: dict[str, Any]) -> list[str]:
     if found["time"]:
         where.append(f"at {text(when(found['time']))}")
     if found["run"]:
-        where.append(f"(run {code(found['run'])})")
+        where.append(f"(run {code(short(found['run']))})")
     out += [
         f"### {i}. {found['severity']} {code(found['id'])}: {text(found['title'])}",
         "",
@@ -434,7 +440,7 @@ def _pitfall(i: int, found: dict[str, Any]) -> list[str]:
     return out
 
 
-def _actions(doc: dict[str, Any]) -> list[str]:
+def _actions(doc: dict[str, Any], short: Callable[[str], str]) -> list[str]:
     out = ["## Action items", ""]
     if not doc["action_items"]:
         return out + _empty("action_items" if doc["pitfalls"] else "no_findings")
@@ -444,9 +450,9 @@ def _actions(doc: dict[str, Any]) -> list[str]:
             for link in item["links"]:
                 where = " on ".join(code(x) for x in (link["step"], link["host"]) if x)
                 run = (
-                    f"[run {code(link['run'])}](<{_dest(link['url'])}>)"
+                    f"[run {code(short(link['run']))}](<{_dest(link['url'])}>)"
                     if link["url"]
-                    else f"run {code(link['run'])}"
+                    else f"run {code(short(link['run']))}"
                 )
                 runs.append(f"{where} ({run})" if where else run)
             hosts = ", ".join(code(h) for h in item["hosts"])
@@ -461,7 +467,7 @@ def _actions(doc: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _supporting(doc: dict[str, Any]) -> Iterator[str]:
+def _supporting(doc: dict[str, Any], short: Callable[[str], str]) -> Iterator[str]:
     support = doc["supporting"]
     yield from ["## Supporting information", "", "### Commands", ""]
     commands = support["commands"]
@@ -471,19 +477,21 @@ def _supporting(doc: dict[str, Any]) -> Iterator[str]:
             fence = max((fence_run(line) for c in commands for line in command_lines(c)), default=0)
         fence_text = "`" * max(3, fence + 1)
         yield f"{fence_text}shell"
-        yield from _stripped(line for c in commands for line in command_lines(c))
+        shown = along(short, commands)
+        yield from _stripped(line for c in shown for line in command_lines(c, short))
         yield from [fence_text, ""]
     else:
         yield from ["_No command was run._", ""]
     yield from _versions(doc)
 
 
-def command_lines(command: dict[str, Any]) -> tuple[str, str]:
-    """A command's lines in the supporting commands: when, what and how it ended, then it."""
+def command_lines(command: dict[str, Any], short: Callable[[str], str] = str) -> tuple[str, str]:
+    """A command's lines in the supporting commands: when, what and how it ended (its run's
+    id as ``short`` shows it), then it."""
     code_text = f", exit {command['exit_code']}" if command["exit_code"] is not None else ""
     return (
         f"# {when(command['time'])} {command['step']} on {command['host']}: "
-        f"{command['status']}{code_text} (run {command['run']})",
+        f"{command['status']}{code_text} (run {short(command['run'])})",
         command["command"],
     )
 

@@ -525,10 +525,15 @@ def to_json(doc: dict[str, Any]) -> str:
     return render(doc, "json")
 
 
-def render(doc: dict[str, Any], fmt: str, chart_links: list[tuple[str, str]] | None = None) -> str:
+def render(
+    doc: dict[str, Any],
+    fmt: str,
+    chart_links: list[tuple[str, str]] | None = None,
+    short: Callable[[str], str] = str,
+) -> str:
     """The document in one of :data:`FORMATS`."""
     parts: list[str] = []
-    write(doc, fmt, parts.append, chart_links)
+    write(doc, fmt, parts.append, chart_links, short)
     return "".join(parts)
 
 
@@ -537,9 +542,11 @@ def write(
     fmt: str,
     out: Write,
     chart_links: list[tuple[str, str]] | None = None,
+    short: Callable[[str], str] = str,
 ) -> None:
     """Write the document in one of :data:`FORMATS` to ``out`` as it is made: its long lists
-    (:class:`~journal.streamed.Lazy`) an item at a time."""
+    (:class:`~journal.streamed.Lazy`) an item at a time; run ids as ``short`` shows them in
+    HTML and Markdown (:class:`journal.runs.ShortIds`), whole in JSON."""
     if fmt == "json":
         write_json(out, doc, ensure_ascii=False, allow_nan=False, plain=_finite)
         out("\n")
@@ -547,11 +554,11 @@ def write(
     if fmt == "html":
         from journal.export import html
 
-        html.write(doc, out)
+        html.write(doc, out, short)
         return
     if fmt == "md":
         from journal.export import markdown
 
-        markdown.write(doc, out, chart_links)
+        markdown.write(doc, out, chart_links, short)
         return
     raise ValueError(f"unknown postmortem format {fmt!r}")

@@ -289,6 +289,32 @@ class EventStore:
             rows = [(r.run_id, r.seq) for r in conn.execute(query)]
         return [(run, seq) for run, seq in rows if prefix is None or run.startswith(prefix)]
 
+    def id_neighbours(self, ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """For each id, the run ids right before and right after it in id order, among every
+        run of the store (all its journals: a start unique there is unique in each): one seek
+        of the run index each, a hundred ids to a query."""
+        found: dict[str, tuple[str | None, str | None]] = {}
+        ids = list(dict.fromkeys(ids))
+        with self.engine.connect() as conn:
+            for at in range(0, len(ids), 100):
+                batch = ids[at : at + 100]
+                columns = []
+                for run in batch:
+                    columns.append(
+                        select(func.max(events.c.run_id))
+                        .where(events.c.run_id < run)
+                        .scalar_subquery()
+                    )
+                    columns.append(
+                        select(func.min(events.c.run_id))
+                        .where(events.c.run_id > run)
+                        .scalar_subquery()
+                    )
+                row = conn.execute(select(*columns)).one()
+                for i, run in enumerate(batch):
+                    found[run] = (row[2 * i], row[2 * i + 1])
+        return found
+
     def seq_since(self, journal: str, ts: str) -> int:
         """The first event of ``journal`` recorded at or after ``ts`` (as the store writes
         times), found by halving the range of sequence numbers (events are stored in the

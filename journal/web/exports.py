@@ -20,6 +20,7 @@ from flask import Blueprint, Response, abort, request
 
 from journal.export import postmortem as export
 from journal.export.html import POLICY
+from journal.runs import ShortIds
 from journal.web.state import journal_or_404, store
 
 bp = Blueprint("exports", __name__, url_prefix="/j/<journal>/export")
@@ -39,7 +40,8 @@ def postmortem(journal: str, fmt: str) -> Response:
     state = journal_or_404(journal)
     base_url = request.url_root.rstrip("/")  # this server, under its script root
     doc = export.of_journal(store(), journal, state.findings, state.timeline, base_url)
-    response = Response(export.render(doc, fmt), content_type=TYPES[fmt])
+    text = export.render(doc, fmt, short=ShortIds(store().id_neighbours))
+    response = Response(text, content_type=TYPES[fmt])
     if fmt == "html":
         response.headers["Content-Security-Policy"] = f"{POLICY}; frame-ancestors 'none'"
     else:

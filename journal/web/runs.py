@@ -16,8 +16,18 @@ from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
 
-from flask import Blueprint, Response, abort, current_app, render_template, request
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
+from journal.errors import BadInput
 from journal.events import NotificationSent
 from journal.export.cast import stream_cast
 from journal.output import decode
@@ -27,6 +37,7 @@ from journal.projections.packages import KINDS
 from journal.projections.timeline import StepRunView
 from journal.projections.unread import of_run
 from journal.runs import IMPORTED, RUNNING, SKIPPED, SUCCEEDED
+from journal.service.runs import find_stored_run
 from journal.web.output import OutputSpans, SpanCache, lines_after, read_lines
 from journal.web.sse import after_seq, event_stream, message
 from journal.web.state import JournalState, store, stored_or_404
@@ -38,8 +49,17 @@ _SPANS = SpanCache()
 
 
 def _run_or_404(state: JournalState, run_id: str) -> StepRunView:
+    """The run ``run_id`` names; a unique start of a run's id (as pages and the command line
+    show ids) or a step's name (its latest run) is sent on to the run's own address."""
     run = state.run(run_id)
     if run is None:
+        try:
+            whole, _ = find_stored_run(store(), state.journal, run_id)
+        except BadInput as exc:
+            abort(404, str(exc))
+        if whole != run_id:
+            args = {**(request.view_args or {}), "run_id": whole, **request.args}
+            abort(redirect(url_for(request.endpoint or "runs.page", **args)))
         abort(404, f"the journal {state.journal!r} has no step run {run_id!r}")
     return run
 

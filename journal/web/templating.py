@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flask import Flask, current_app, request, url_for
+from flask import Flask, current_app, g, request, url_for
 from markupsafe import Markup, escape
 
 from journal.display import first_line, plural, seconds, when
@@ -14,6 +14,7 @@ from journal.pitfalls.base import SEVERITIES
 from journal.probes.summary import shown, summary
 from journal.projections.packages import change_text
 from journal.reading.subject import Evidence
+from journal.runs import ShortIds
 from journal.web.output import page_of
 from journal.web.selection import kind_of
 
@@ -77,6 +78,16 @@ def version(value: Any) -> Markup:
     return Markup(text.replace("+", "<wbr>+").replace(".", ".<wbr>"))
 
 
+def short_id(run: str) -> str:
+    """A run id as a person types it (:class:`journal.runs.ShortIds`), worked out once per
+    request; links keep the whole id."""
+    if "short_ids" not in g:
+        from journal.web.state import store
+
+        g.short_ids = ShortIds(store().id_neighbours)
+    return g.short_ids(run)
+
+
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(
         when=when,
@@ -88,6 +99,7 @@ def init_app(app: Flask) -> None:
         change_text=change_text,
         shown=shown,
         version=version,
+        short_id=short_id,
     )
     app.jinja_env.globals.update(
         plural=plural,
