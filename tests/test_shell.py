@@ -276,6 +276,7 @@ def test_a_session_is_recorded_command_by_command(
     assert OSC not in shell.seen  # the marks never reach the terminal
     assert b"by hand" not in shell.seen
     done = runs(tmp_path / "journal.db")
+    recorded = len(done)  # every command typed, each `stty size` of the loop above too
     # a `stty size` typed before the new size arrived is recorded too (with the old size, or
     # the new one where readline's redraw hid it from the loop above): the last one stands
     sizes = [i for i, r in enumerate(done) if r["start"].command == "stty size"]
@@ -329,9 +330,9 @@ def test_a_session_is_recorded_command_by_command(
     assert re.search(r"\] echo-hi on \S+ in journal shell: succeeded", logged), logged
     client = create_app({"DB": str(tmp_path / "journal.db"), "TESTING": True}).test_client()
     html = client.get("/j/shell").get_data(as_text=True)
-    assert html.count('<span class="tag interactive"') == len(done)
+    assert html.count('<span class="tag interactive"') == recorded
     only = client.get("/j/shell?kind=interactive").get_data(as_text=True)
-    assert only.count('<span class="tag interactive"') == len(done)
+    assert only.count('<span class="tag interactive"') == recorded
     assert '<option value="interactive" selected>' in only
     assert "by hand" in html and "by hand" not in only  # the note is no interactive run
     page = client.get(f"/j/shell/run/{noop['start'].run}").get_data(as_text=True)
