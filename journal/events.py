@@ -346,6 +346,62 @@ class NotificationSent(Event):
     host_name: str | None = None
 
 
+@dataclass(frozen=True)
+class RolloutStarted(Event):
+    """A gated rollout began (`journal run plan --rolling N --gate NAME`), or went on from
+    the batch where it stopped (``resumed``, `--resume`): its id (``rollout``), the gate, the
+    batches of hosts in order, at most ``size`` each, what a failed gate does (``on_fail``:
+    ``stop`` or ``rollback``) and the plan run it is part of. Each host's baseline is its
+    latest figures recorded before the first ``RolloutStarted`` of the rollout."""
+
+    type: ClassVar[str] = "RolloutStarted"
+
+    rollout: str
+    gate: str
+    size: int
+    batches: list[list[str]]
+    on_fail: str = "stop"
+    plan_run: str | None = None
+    resumed: bool = False
+    #: the batch it begins with (1 unless ``resumed``)
+    first_batch: int = 1
+
+
+@dataclass(frozen=True)
+class BatchGated(Event):
+    """One batch of a rollout went through its gate after running the plan: ``passed`` or
+    not, and each check on each host, ``{"host", "check", "name", "ok", "reason"}`` where
+    ``check`` is ``plan`` (the batch's plan runs), ``probe`` (its expectations), ``stack``
+    (torch and its variant, CUDA, NCCL and the driver agreeing across the rollout),
+    ``figure`` (with ``baseline``, ``value``, ``percent``, ``tolerance``, ``verdict``, ``run``,
+    ``baseline_run``), ``health`` or ``hook`` (``before_batch``; with ``run``)."""
+
+    type: ClassVar[str] = "BatchGated"
+
+    rollout: str
+    batch: int
+    hosts: list[str]
+    passed: bool
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RolloutFinished(Event):
+    """How a rollout ended: ``completed`` (every batch passed its gate), ``stopped`` (a
+    batch failed its plan or its gate), ``rolled-back`` (and that batch was rolled back to
+    before the rollout), or ``interrupted``; at which ``batch``, why, the hosts left
+    ``drained`` (taken out by ``before_batch`` and not put back) and those ``untouched``."""
+
+    type: ClassVar[str] = "RolloutFinished"
+
+    rollout: str
+    status: str
+    batch: int | None = None
+    reason: str = ""
+    drained: list[str] = field(default_factory=list)
+    untouched: list[str] = field(default_factory=list)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -365,5 +421,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PitfallUnacknowledged,
         TranscriptImported,
         NotificationSent,
+        RolloutStarted,
+        BatchGated,
+        RolloutFinished,
     )
 }

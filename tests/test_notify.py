@@ -48,6 +48,7 @@ JSON_KEYS = {
     "plan",
     "drift",
     "rollback",
+    "gate",
     "url",
 }
 BASE = "http://gpu-box:8000"

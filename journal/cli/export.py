@@ -25,6 +25,7 @@ from journal.cli.context import Context, base_url_of
 from journal.errors import BadInput
 from journal.paths import output_file, write_lines
 from journal.projections.period import find_plan_run, plan_span, since_moment
+from journal.projections.rollouts import rollouts
 from journal.runs import ShortIds
 from journal.service.runs import find_stored_run
 
@@ -97,6 +98,7 @@ def postmortem(ctx: Context, args: argparse.Namespace) -> int:
                 keep=entries.keep,
                 made=entries.made,
                 column=lambda: array("q"),
+                rollouts=rollouts(ctx.store, journal).all(),
             )
         except export.Empty:
             raise BadInput(

@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`journal attach`) instead of stopping it",
     )
     _host_options(p, schedule=True)
+    _gate_options(p, plan=False)
     base_url_option(p)
     p = command(
         "probe", "running.run_probe", "run a probe on the hosts and record it", parent=run_sub
@@ -172,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hosts (then `journal attach`) instead of stopping it",
     )
     _host_options(p, schedule=True, plan=True)
+    _gate_options(p)
     base_url_option(p)
 
     p = command(
@@ -582,6 +584,37 @@ def _host_options(p: argparse.ArgumentParser, schedule: bool = False, plan: bool
         )
         p.add_argument("--rolling", type=int, metavar="N", help=rolling)
     _host_key_option(p)
+
+
+def _gate_options(p: argparse.ArgumentParser, plan: bool = True) -> None:
+    """A gated rollout's options (`run plan --rolling N`; `run step` without a default)."""
+    p.add_argument(
+        "--gate",
+        metavar="NAME",
+        help="with --rolling: after each batch, each of its hosts must pass the runbook's "
+        "[gates.NAME] (its probe and the stack agreeing, its benchmark figures against the "
+        "host's own baseline, its health command) before the next batch starts"
+        + (" (default: [journal] gate)" if plan else ""),
+    )
+    if plan:
+        p.add_argument(
+            "--no-gate",
+            action="store_true",
+            help="roll out without the runbook's default gate ([journal] gate)",
+        )
+    p.add_argument(
+        "--on-gate-fail",
+        choices=("stop", "rollback"),
+        default="stop",
+        help="what a failed gate does: stop there (default), or also roll its batch back to "
+        "the packages before the rollout",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the latest rollout from the batch where it stopped (its batches and "
+        "baselines as they were)",
+    )
 
 
 def _host_key_option(p: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from journal.cli.pitfalls import one_line
 from journal.cli.render import Judged, short_ids, timeline_text, verdict
 from journal.cli.rollback import plan_lines
 from journal.display import when
+from journal.events import RolloutFinished
 from journal.pitfalls.base import Finding
 from journal.projections.timeline import Timeline
 from journal.runbook import Runbook
@@ -86,6 +87,45 @@ class TerminalPlanReport:
             say(line.removeprefix("journal: "))
         for found in findings:
             say(one_line(found))
+
+    def rollout_started(
+        self, rollout: str, gate: str, batches: list[list[str]], first: int
+    ) -> None:
+        again = f", going on from batch {first}" if first > 1 else ""
+        say(
+            f"rollout {self.short(rollout)}: {len(batches)} batches through gate {gate}{again} "
+            "(each host against its own baseline)"
+        )
+
+    def batch_gated(self, number: int, hosts: list[str], passed: bool, checks: list[dict]) -> None:
+        for check in checks:
+            if check["check"] == "figure" and "percent" in check and check["percent"] is not None:
+                said = (
+                    f"{check['name']} {check['baseline']:g} → {check['value']:g} "
+                    f"({check['percent']:+.1f}%, {check['verdict']}; gate {check['tolerance']})"
+                )
+                say(f"  {'ok  ' if check['ok'] else 'FAIL'} {check['host']}: {said}")
+            elif not check["ok"]:
+                say(f"  FAIL {check['host'] or '-'}: {check['check']}: {check['reason']}")
+        verdict = "passed its gate" if passed else "FAILED its gate"
+        say(f"=== batch {number} ({', '.join(hosts)}) {verdict}")
+
+    def rollout_finished(self, event: RolloutFinished) -> None:
+        drained = (
+            f"; left drained (before_batch ran, after_batch did not): {', '.join(event.drained)}"
+            if event.drained
+            else ""
+        )
+        untouched = f"; not touched: {', '.join(event.untouched)}" if event.untouched else ""
+        resume = (
+            "; `journal run plan --rolling N --gate G --resume` goes on from this batch"
+            if event.status != "completed"
+            else ""
+        )
+        say(
+            f"rollout {self.short(event.rollout)} {event.status} at batch {event.batch}: "
+            f"{event.reason}{drained}{untouched}{resume}"
+        )
 
     def plan_stopped(self, step: str) -> None:
         say(

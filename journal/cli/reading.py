@@ -64,6 +64,7 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     some host failed (or timed out), or an error finding is open; else 0."""
     from journal.projections.digest import digest
     from journal.projections.imported import as_dict, status_lines
+    from journal.projections.rollouts import rollouts
     from journal.projections.unread import of_run
     from journal.service.findings import open_findings, run_findings, tally
     from journal.service.story import story
@@ -94,6 +95,7 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
     short = render.short_ids(ctx.store)
     judged = render.Judged(run_findings(ctx.store, journal, latest), colour=_colour(), short=short)
     open_errors = open_findings(ctx.store, journal, "error")
+    rollout = rollouts(ctx.store, journal).latest()
     code = 1 if failed or open_errors else 0
     if args.format == "json":
         _dump(
@@ -125,6 +127,7 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
                 "imported_hosts": [as_dict(host) for host in imported.values()],
                 "failed": [{"step": r.step, "host": r.host, "run": r.run_id} for r in failed],
                 "open_errors": [f.to_dict() for f in open_errors],
+                "rollout": rollout.as_dict() if rollout is not None else None,
                 "exit_status": code,
             }
         )
@@ -134,6 +137,8 @@ def status(ctx: Context, args: argparse.Namespace) -> int:
         print(render.progress_text(journal, timeline.plan, hosts, timeline, judged))
         for host in imported.values():
             print(visible("\n".join(status_lines(host))))
+        if rollout is not None:
+            print(visible(render.rollout_line(rollout, short)))
         for found in open_errors:
             where = (
                 f"{found.step} on {found.host} (run {short(found.run)})"

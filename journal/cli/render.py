@@ -393,6 +393,19 @@ def progress_text(
     return "\n".join([*lines, visible("\n".join(rest))] if rest else lines)
 
 
+def rollout_line(rollout, short: Callable[[str], str] = str) -> str:  # type: ignore[no-untyped-def]
+    """The latest rollout in `journal status`: its gate, how far it went, where it stopped
+    and why, the hosts it left out of service (a RolloutView)."""
+    passed = sum(1 for b in rollout.batches if b.passed)
+    where = f"{passed} of {len(rollout.batches)} batches passed"
+    text = f"rollout {short(rollout.rollout)} (gate {rollout.gate}): {rollout.status}, {where}"
+    if rollout.stopped:
+        text += f"; stopped at batch {rollout.batch}: {first_line(rollout.reason)}"
+    if rollout.drained:
+        text += f"; left drained: {', '.join(rollout.drained)}"
+    return text
+
+
 def verdict(run, short: Callable[[str], str] = str) -> str:  # type: ignore[no-untyped-def]
     """The closing line of a step run: host, status, exit status, duration, reason, and its
     id as ``short`` shows it."""

@@ -56,6 +56,10 @@ def run_step(ctx: Context, args: argparse.Namespace) -> int:
     step = runbook.step(args.name)
     hosts = runbook.hosts_for(step, args.host, args.all_hosts, args.group)
     schedule = schedule_of(args)
+    if args.gate or args.resume or args.on_gate_fail != "stop":
+        # a gated rollout of one step: the plan's rollout with only that step, always run
+        args.from_step = args.to_step = step.name
+        return run_plan(ctx, args)
     base_url = base_url_of(args)
     from journal.cli.live import echo_for, fleet_report
     from journal.runs import exit_status
@@ -191,6 +195,11 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
             raise BadInput(f"--to {args.to_step} comes before --from {args.from_step} in the plan")
     chosen = runbook.chosen(args.host, args.group, args.all_hosts)
     schedule = schedule_of(args)
+    gate = _gate_of(runbook, args, schedule)
+    if gate is not None and gate.resume:
+        from journal.service.rollout import resumable
+
+        resumable(ctx.store, runbook.name)  # said before anything is recorded
     base_url = base_url_of(args)
     from journal.cli.live import echo_for
     from journal.cli.plan import run_plan as run_plan_service
@@ -220,7 +229,39 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
         echo_for=echo_for,
         detach=args.detach,
         notifier=notifier,
+        gate=gate,
     )
+
+
+def _gate_of(runbook, args: argparse.Namespace, schedule):  # type: ignore[no-untyped-def]
+    """The gate a rolling plan passes each batch through: --gate, else the runbook's
+    [journal] gate (unless --no-gate); None for a plan that is not rolling or not gated."""
+    from journal.service.rollout import GateOptions
+
+    no_gate = getattr(args, "no_gate", False)
+    if args.gate and no_gate:
+        raise BadInput(f"--gate {args.gate} and --no-gate say opposite things: drop one")
+    name = args.gate or (None if no_gate else runbook.gate)
+    if name is None:
+        for flag, given in (
+            ("--resume", args.resume),
+            ("--on-gate-fail rollback", args.on_gate_fail == "rollback"),
+        ):
+            if given:
+                raise BadInput(
+                    f"{flag} is for a gated rollout: name its gate (--gate NAME, or [journal] "
+                    "gate in the runbook) and --rolling N"
+                )
+        return None
+    spec = runbook.gate_named(name)
+    if not schedule.rolling:
+        if args.gate or args.resume or args.on_gate_fail == "rollback":
+            raise BadInput(
+                f"--gate {name} checks each batch of a rolling plan: add --rolling N (N hosts "
+                "a batch)"
+            )
+        return None  # the runbook's default gate is for rolling plans
+    return GateOptions(spec, args.on_gate_fail, args.resume)
 
 
 def demo(ctx: Context, args: argparse.Namespace) -> int:

@@ -174,6 +174,7 @@ def write(
     lines.add(_timeline(doc, short))
     lines.add(_failures(doc, short))
     lines.add(_changes(doc))
+    lines.add(_rollouts(doc, short))
     lines.add(_pitfalls(doc, short))
     lines.add(["## Root causes", "", *_notes(doc["root_causes"], "root_causes")])
     lines.add(["## Trigger", "", *_notes(doc["trigger"], "trigger")])
@@ -388,6 +389,31 @@ def _changes(doc: dict[str, Any]) -> Iterator[str]:
                 if probe["more"]:
                     yield f"    - and {probe['more']} more fields (in the JSON export)"
         yield ""
+
+
+def _rollouts(doc: dict[str, Any], short: Callable[[str], str]) -> list[str]:
+    """The gated rollouts (a section only where there was one): how far each went, where it
+    stopped and why, the checks that failed there."""
+    if not doc.get("rollouts"):
+        return []
+    out = ["## Rollouts", ""]
+    for r in doc["rollouts"]:
+        name = code(short(r["rollout"]))
+        name = f"[{name}](<{_dest(r['url'])}>)" if r["url"] else name
+        out.append(
+            f"- Rollout {name} through gate {code(r['gate'])}, began "
+            f"{text(when(r['started']))}: **{r['status']}**, {r['batches_passed']} of "
+            f"{r['batches']} batches ({r['hosts_passed']} of {r['hosts']} hosts) passed"
+            + (f"; stopped at batch {r['batch']}: {text(r['reason'])}" if r["failed"] else "")
+            + (
+                f"; left drained: {', '.join(code(h) for h in r['drained'])}"
+                if r["drained"]
+                else ""
+            )
+        )
+        for c in r["failed"]:
+            out.append(f"  - {code(c['host'] or '-')} {text(c['check'])}: {text(c['reason'])}")
+    return out + [""]
 
 
 def _pitfalls(doc: dict[str, Any], short: Callable[[str], str]) -> Iterator[str]:

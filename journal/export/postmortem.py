@@ -62,6 +62,8 @@ Keys (stable, snake_case; times are the store's UTC ISO 8601 timestamps, duratio
   command asks an installer for packages: the Markdown and HTML list an install that changed
   nothing (a no-op install) and count the other runs that changed nothing by step, in one
   line per host (:func:`journal.export.changes.told`).
+- ``rollouts``: each gated rollout begun in the period (``journal status``'s ``rollout`` keys,
+  its ``url`` and the ``failed`` checks of the batch where it stopped), in the order begun.
 - ``pitfalls``: every finding with its ``evidence`` (the first lines), ``state`` (``open``,
   ``acknowledged``, ``resolved``), ``resolved_by`` (the later ``run``, ``step``, ``host``,
   ``kind``: run, probe or figure, and ``why``), ``acknowledged`` (``note``, ``by``, ``at``),
@@ -82,6 +84,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 from journal.export.changes import HostChanges, versions_of
 from journal.export.entries import elapsed, entry, note_dict
@@ -125,6 +128,7 @@ def build(
     tails: Mapping[str, dict[str, Any]] | None = None,
     base_url: str | None = None,
     part: Part | None = None,
+    rollouts: list[Any] | None = None,
 ) -> dict[str, Any]:
     """The postmortem of a judged journal (see the module docstring for its keys).
 
@@ -145,6 +149,7 @@ def build(
         charts=charts,
         journal_version=journal_version,
         base_url=base_url,
+        rollouts=rollouts,
     )
     return held(doc)
 
@@ -161,6 +166,7 @@ def document(
     keep: Callable[[dict[str, Any]], Any] = lambda entry: entry,
     made: Callable[[Any], dict[str, Any]] = lambda entry: entry,
     column: Callable[[], Any] = list,
+    rollouts: list[Any] | None = None,
 ) -> dict[str, Any]:
     """The postmortem of the items ``items`` gives (a part's, in timeline order, read again
     for each long list) and of the findings ``findings_of`` gives once they are gathered (the
@@ -169,7 +175,9 @@ def document(
     (the timeline, the pitfalls, the commands) :class:`~journal.streamed.Lazy`: written as
     they are read (:func:`write`), or :func:`~journal.streamed.held` whole. ``keep`` and
     ``made`` hold each change entry (a long journal's as compact JSON) and make it again,
-    ``column`` holds what ``keep`` gives of a host's entries."""
+    ``column`` holds what ``keep`` gives of a host's entries; ``rollouts`` the journal's
+    gated rollouts (:class:`journal.projections.rollouts.RolloutView`), those begun within the
+    period told."""
     from journal.export.chart import charts_of as charts_of_figures
     from journal.service.story import lines, story
 
@@ -254,6 +262,11 @@ def document(
         ],
         "timeline": Lazy(timeline_entries, gathered.count),
         "changes": changed,
+        "rollouts": [
+            rollout_dict(r, base_url, journal)
+            for r in rollouts or []
+            if not part or (start or "") <= r.started <= (end or r.started)
+        ],
         "pitfalls": Lazy(pitfalls, judged.count),
         "root_causes": [note_dict(n) for n in notes if "root-cause" in n.tags],
         "trigger": [note_dict(n) for n in notes if "trigger" in n.tags],
@@ -495,6 +508,7 @@ def of_journal(
     gives them), with the output of its runs without snapshots read for their changes;
     ``base_url`` where the web serves the journal, for links to run pages."""
     from journal.export.changes import failures, read_outputs
+    from journal.projections.rollouts import rollouts as rollouts_of
 
     if findings is None or timeline is None:
         from journal.service.findings import journal_findings
@@ -506,7 +520,24 @@ def of_journal(
         outputs=read_outputs(store, journal, timeline),
         tails=failures(store, timeline),
         base_url=base_url,
+        rollouts=rollouts_of(store, journal).all(),
     )
+
+
+def rollout_dict(rollout: Any, base_url: str | None, journal: str) -> dict[str, Any]:
+    """A gated rollout as the postmortem tells it: how far it went, where it stopped and
+    why, and the checks that failed there (a figure with its baseline)."""
+    stopped = rollout.batches[rollout.batch - 1] if rollout.stopped and rollout.batch else None
+    url = (
+        f"{base_url}/j/{quote(journal, safe='')}/rollout/{quote(rollout.rollout, safe='')}"
+        if base_url
+        else None
+    )
+    return {
+        **rollout.as_dict(),
+        "url": url,
+        "failed": [dict(c) for c in stopped.failed()] if stopped is not None else [],
+    }
 
 
 def _finite(value: Any) -> Any:

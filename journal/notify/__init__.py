@@ -42,6 +42,9 @@ class Notifier:
     def drifted(self, groups: list[str], lines: list[str]) -> None:
         """`journal drift` found hosts that differ from their group's majority."""
 
+    def gate_failed(self, finished: Any) -> None:
+        """A gated rollout stopped (a ``RolloutFinished`` other than completed)."""
+
     def close(self) -> None:
         """The command ends: wait a bounded time for what is still being sent."""
 
@@ -121,6 +124,12 @@ class Webhooks(Notifier):
         notice = drift_notice(self.journal, groups, lines, self.base_url)
         if notice.subject != self._last_drift():  # the same drift is told once
             self.tell(notice)
+
+    def gate_failed(self, finished: Any) -> None:
+        from journal.notify.notices import gate_notice
+
+        if self.specs:
+            self.tell(gate_notice(self.journal, finished, self.base_url))
 
     def _last_drift(self) -> str | None:
         """The subject of the latest drift notification delivered."""

@@ -151,6 +151,30 @@ def drift_notice(journal: str, groups: list[str], lines: list[str], base_url: st
     )
 
 
+def gate_notice(journal: str, finished: Any, base_url: str | None) -> Notice:
+    """A gated rollout stopped: at which batch, why, the hosts left drained."""
+    drained = f"; left drained: {', '.join(finished.drained)}" if finished.drained else ""
+    return Notice(
+        "gate-failed",
+        journal,
+        f"the rollout {finished.rollout} of {journal} {finished.status} at batch "
+        f"{finished.batch}: {finished.reason}{drained}",
+        status=finished.status,
+        reason=finished.reason,
+        gate={
+            "rollout": finished.rollout,
+            "status": finished.status,
+            "batch": finished.batch,
+            "reason": finished.reason,
+            "drained": finished.drained,
+            "untouched": finished.untouched,
+        },
+        url=page_url(base_url, journal, f"/rollout/{quote(finished.rollout, safe='')}"),
+        subject=finished.rollout,
+        fields=(("rollout", finished.status),),
+    )
+
+
 def sample_notice(journal: str, channel: str, base_url: str | None) -> Notice:
     return Notice(
         "test",

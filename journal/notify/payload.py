@@ -42,6 +42,9 @@ class Notice:
     drift: dict[str, Any] | None = None
     #: a rollback run's target: ``to``, ``run``, ``phase``, ``packages`` (a count)
     rollback: dict[str, Any] | None = None
+    #: a rollout stopped by its gate: ``rollout``, ``status``, ``batch``, ``reason``,
+    #: ``drained``, ``untouched``
+    gate: dict[str, Any] | None = None
     #: the web UI's page of the run (``--base-url`` / ``[journal] base_url``), else None
     url: str | None = None
     #: which one this is, for the record: a finding's key, a plan run, a run
@@ -69,6 +72,7 @@ def as_json(notice: Notice, at: str) -> dict[str, Any]:
         "plan": notice.plan,
         "drift": notice.drift,
         "rollback": notice.rollback,
+        "gate": notice.gate,
         "url": notice.url,
     }
 
@@ -79,6 +83,7 @@ _ICON = {
     "plan-finished": ":checkered_flag:",
     "drift": ":twisted_rightwards_arrows:",
     "rollback": ":rewind:",
+    "gate-failed": ":octagonal_sign:",
     "test": ":wave:",
 }
 

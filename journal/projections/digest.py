@@ -455,6 +455,8 @@ class Digest:
         for host in names:
             last = self.last_run(host)
             steps = [StepState(step, host, self.latest(host, step)) for step in self.plan]
+            if host not in self.hosts and not any(s.last for s in steps):
+                continue  # not a host of the plan, and no step of it ran there (a rollout's hooks)
             target = self.hosts.get(host) or (last.target if last else "")
             states.append(HostState(host, target, steps, last))
         return states

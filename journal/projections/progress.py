@@ -56,6 +56,8 @@ def progress(timeline: Timeline, hosts: list[str] | None = None) -> list[HostSta
     states = []
     for host in names:
         steps = [StepState(step, host, latest.get((host, step))) for step in timeline.plan]
+        if host not in timeline.hosts and not hosts and not any(s.last for s in steps):
+            continue  # not a host of the plan, and no step of it ran there (a rollout's hooks)
         target = timeline.hosts.get(host) or (
             last_of_host[host].target if host in last_of_host else ""
         )

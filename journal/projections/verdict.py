@@ -100,6 +100,7 @@ def judge(
     after: Sequence[float],
     direction: str = "higher",
     control: bool = False,
+    noise_percent: float = NOISE_PERCENT,
 ) -> Verdict:
     """The verdict on a change from the ``before`` figures of a series to the ``after`` ones
     (each a set: one figure, or repeated samples of one run), for a figure better ``higher``
@@ -117,7 +118,7 @@ def judge(
        is within what one side's own samples reach;
     4. ``noise`` when the medians are within :data:`NOISE_PERCENT` of the earlier one (the
        precision of one figure, and the drift between runs that a tight spread within one run
-       does not show);
+       does not show); a rollout's gate gives its own tolerance as ``noise_percent``;
     5. else ``better`` or ``worse`` by the direction.
 
     Why min–max and not MAD or a standard deviation: the noise of a shared machine is one-sided
@@ -151,11 +152,11 @@ def judge(
     if repeated and a[0] <= b[-1] and b[0] <= a[-1]:
         return made("noise", "within the spread of the repeated figures (their ranges overlap)")
     percent = percent_change(mb, ma)
-    if percent is not None and abs(percent) <= NOISE_PERCENT:
-        return made("noise", f"within {NOISE_PERCENT:g}% of the earlier {what}")
+    if percent is not None and abs(percent) <= noise_percent:
+        return made("noise", f"within {noise_percent:g}% of the earlier {what}")
     better = (ma > mb) == (direction == "higher")
     apart = " and outside the spread of the repeated figures" if repeated else ""
-    limit = f"more than {NOISE_PERCENT:g}%" if percent is not None else "from 0"
+    limit = f"more than {noise_percent:g}%" if percent is not None else "from 0"
     return made("better" if better else "worse", f"{limit}{apart}, {direction} is better")
 
 

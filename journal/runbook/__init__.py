@@ -31,6 +31,7 @@ from journal.runbook.checker import (
     suggest,
     usable_name,
 )
+from journal.runbook.gates import GateSpec, gate_specs
 from journal.runbook.hosts import Host, expand, group_specs, host_specs
 from journal.runbook.notify import NotifySpec, notify_specs
 from journal.runbook.probes import probe_specs
@@ -57,8 +58,8 @@ __all__ = [
 #: refused before it is parsed, not found out by a command that hangs reading it.
 MAX_RUNBOOK_BYTES = 32 * 1024 * 1024
 
-TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups", "notify"}
-JOURNAL_KEYS = {"name", "redact", "description", "base_url"}
+TOP_KEYS = {"journal", "hosts", "steps", "probes", "benchmarks", "groups", "notify", "gates"}
+JOURNAL_KEYS = {"name", "redact", "description", "base_url", "gate"}
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,10 @@ class Runbook:
     notify: dict[str, NotifySpec] = field(default_factory=dict)
     #: ``[journal] base_url``: where `journal serve` answers, for links to its run pages
     base_url: str | None = None
+    #: the ``[gates.NAME]`` tables (:mod:`journal.runbook.gates`)
+    gates: dict[str, GateSpec] = field(default_factory=dict)
+    #: ``[journal] gate``: the gate a rolling plan passes each batch through unless told
+    gate: str | None = None
 
     @property
     def plan(self) -> list[str]:
@@ -101,6 +106,18 @@ class Runbook:
                 'table (run = "..." with parser = "sglang", or builtin = "matmul")'
             )
         raise BadInput(f"{self.path}: no benchmark named {name!r}{suggest(name, known)}")
+
+    def gate_named(self, name: str) -> GateSpec:
+        """The gate called ``name``; an unknown name suggests the closest."""
+        if name in self.gates:
+            return self.gates[name]
+        if not self.gates:
+            raise BadInput(
+                f"{self.path}: no gate named {name!r}: the runbook has no [gates.NAME] table "
+                '(e.g. [gates.fleet] with benchmarks = ["serving"] and tolerance = '
+                '{ output_token_throughput = ">= -3%" })'
+            )
+        raise BadInput(f"{self.path}: no gate named {name!r}{suggest(name, list(self.gates))}")
 
     def host(self, name: str) -> Host:
         """The host called ``name``; an unknown name suggests the closest."""
@@ -271,12 +288,41 @@ def _parse(text: str, path: Path) -> Runbook:
     base_url = journal.get("base_url")
     if base_url is not None:
         base_url = _base_url(check, base_url)
+    gates = gate_specs(
+        check,
+        check.table(data.get("gates", {}), "gates"),
+        list(hosts),
+        list(benchmarks),
+        list(probes),
+    )
+    gate = journal.get("gate")
+    if gate is not None:
+        gate = check.string(gate, "journal.gate")
+        if gate not in gates:
+            raise check.fail(
+                "journal.gate",
+                f"no gate named {gate!r}{suggest(gate, list(gates))}"
+                if gates
+                else f"no gate named {gate!r}: the runbook has no [gates.NAME] table",
+            )
     # Last, so that a check that knows the key says why first (an env value, a name). TOML's
     # text holds no NUL byte: a NUL comes from an escape, so without one none is there.
     if "\\u0000" in text or "\\U00000000" in text:
         _no_nul(check, data, "")
     return Runbook(
-        path, name, hosts, steps, redact, probes, benchmarks, text, groups, notify, base_url
+        path,
+        name,
+        hosts,
+        steps,
+        redact,
+        probes,
+        benchmarks,
+        text,
+        groups,
+        notify,
+        base_url,
+        gates,
+        gate,
     )
 
 

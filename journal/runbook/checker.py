@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +190,19 @@ class _Checker:
             if "\0" in item:
                 raise self.fail(f"{key}.{name}", "an environment value cannot hold a NUL character")
         return table
+
+    def named_tables(
+        self, tables: dict[str, Any], section: str, allowed: set[str]
+    ) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Each ``[section.NAME]`` table: its name (a usable one), its key path and the
+        table, its keys among ``allowed``."""
+        for name, table in tables.items():
+            key = f"{section}.{name}"
+            if not NAME.match(name):
+                raise self.fail(key, f"{shown(name)} is not a usable name ({NAME_RULE})")
+            table = self.table(table, key)
+            self.known_keys(table, allowed, key)
+            yield name, key, table
 
     def known_keys(self, table: dict[str, Any], allowed: set[str], key: str) -> None:
         if allowed.issuperset(table):

@@ -43,7 +43,6 @@ class Host:
         return match.group("user"), match.group("host").strip("[]"), int(port) if port else None
 
 
-
 def host_specs(check: _Checker, table: dict[str, Any]) -> dict[str, Host]:
     """The ``[hosts.NAME]`` tables: at least one."""
     if not table:
@@ -132,4 +131,3 @@ def expand(names: list[str], groups: dict[str, list[str]]) -> list[str]:
     if groups.keys().isdisjoint(names):
         return list(dict.fromkeys(names))
     return list(dict.fromkeys(h for n in names for h in groups.get(n, [n])))
-

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from journal.runbook.checker import ENV_NAME, NAME, NAME_RULE, _Checker, _kind, shown, suggest
+from journal.runbook.checker import ENV_NAME, _Checker, _kind, suggest
 
 NOTIFY_KEYS = {"url", "url_env", "format", "on", "hosts", "groups", "description"}
 FORMATS = ("slack", "json")
 #: What a channel can be told of; ``finding`` takes a minimum severity (``finding:warning``).
-TRIGGERS = ("step-failed", "finding", "plan-finished", "drift", "rollback")
+TRIGGERS = ("step-failed", "finding", "plan-finished", "drift", "rollback", "gate-failed")
 SEVERITIES = ("info", "warning", "error")
 #: A URL's path (and query), or a part of its path, this long is masked on its own too: it
 #: is (or holds) the token.
@@ -102,12 +102,7 @@ def notify_specs(
     own environment by default)."""
     environ = os.environ if environ is None else environ
     specs = {}
-    for name, table in tables.items():
-        key = f"notify.{name}"
-        if not NAME.match(name):
-            raise check.fail(key, f"{shown(name)} is not a usable name ({NAME_RULE})")
-        table = check.table(table, key)
-        check.known_keys(table, NOTIFY_KEYS, key)
+    for name, key, table in check.named_tables(tables, "notify", NOTIFY_KEYS):
         url, url_env = _url(check, key, table, environ)
         fmt = table.get("format", "json")
         if fmt not in FORMATS:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from journal.errors import BadInput
+from journal.events import RolloutFinished
 from journal.pitfalls.base import Finding
 from journal.projections.progress import stands
 from journal.projections.stored import current_timeline
@@ -27,6 +28,7 @@ from journal.store import EventStore
 
 if TYPE_CHECKING:
     from journal.notify import Notifier
+    from journal.service.rollout import GateOptions
 
 
 class PlanReporter(Protocol):
@@ -71,6 +73,18 @@ class PlanReporter(Protocol):
         """The plan stopped at ``step``, which failed somewhere (or was interrupted)."""
         ...
 
+    # a gated rollout (journal.service.rollout.GateReporter)
+
+    def rollout_started(
+        self, rollout: str, gate: str, batches: list[list[str]], first: int
+    ) -> None: ...
+
+    def batch_gated(
+        self, number: int, hosts: list[str], passed: bool, checks: list[dict]
+    ) -> None: ...
+
+    def rollout_finished(self, event: RolloutFinished) -> None: ...
+
 
 def run_plan(
     store: EventStore,
@@ -86,9 +100,12 @@ def run_plan(
     schedule: Schedule | None = None,
     detach: bool = False,
     notifier: Notifier | None = None,
+    gate: GateOptions | None = None,
 ) -> int:
     """Run the plan; without ``from_step``, resume after the steps already done everywhere;
-    with ``detach``, an interruption leaves every step's command running on its hosts.
+    with ``detach``, an interruption leaves every step's command running on its hosts; with
+    ``gate`` (and a rolling ``schedule``), each batch passes the gate before the next starts
+    (:mod:`journal.service.rollout`).
     ``notifier`` hears each run's end, the findings, and the plan's end (when it ran a step).
     The exit status: 0, or the first failure's (as :func:`exit_status`; 130 when interrupted)."""
     plan = runbook.plan
@@ -101,6 +118,11 @@ def run_plan(
             f"the last step asked for, {to_step}, comes before the first, {from_step}, in the plan"
         )
     schedule = schedule or Schedule()
+    if gate is not None and not schedule.rolling:
+        raise BadInput(
+            f"--gate {gate.gate.name} checks each batch of a rolling plan: add --rolling N "
+            "(N hosts a batch)"
+        )
     steps = runbook.steps[first : last + 1]
     if detach:
         steps = [replace(s, detach=True) for s in steps]
@@ -118,7 +140,10 @@ def run_plan(
         notifier,
     )
     try:
-        code = _roll_out(roll, reporter, steps, hosts_of, schedule)
+        if gate is not None:
+            code = _gated_roll_out(roll, reporter, steps, hosts_of, schedule, gate)
+        else:
+            code = _roll_out(roll, reporter, steps, hosts_of, schedule)
     except KeyboardInterrupt:
         roll.finished(130)
         raise
@@ -146,6 +171,85 @@ def _roll_out(
         if code:
             reporter.batch_failed(number, batch, [h for later in batches[number:] for h in later])
             return code
+    reporter.rolled_out(len(fleet), len(batches), size)
+    return 0
+
+
+def _gated_roll_out(
+    roll: PlanRoll,
+    reporter: PlanReporter,
+    steps: list[Step],
+    hosts_of: dict[str, list[Host]],
+    schedule: Schedule,
+    options: GateOptions,
+) -> int:
+    """Batch after batch, each through the gate (around it ``before_batch`` and, once it
+    passed, ``after_batch``); a batch that fails its plan or its gate stops the rollout there
+    (rolled back with ``on_fail="rollback"``), its hosts left out of service."""
+    from journal.service.rollout import GATE_FAILED, GatedRollout, failed_checks
+
+    fleet = list({h.name: h for s in steps for h in hosts_of[s.name]})
+    size = schedule.rolling or 1
+    batches = [fleet[i : i + size] for i in range(0, len(fleet), size)]
+    rollout = GatedRollout(
+        roll.store,
+        roll.runbook,
+        options,
+        reporter,
+        reporter.echo_for,
+        accept_new_host_key=roll.accept_new_host_key,
+        notifier=roll.notifier,
+    )
+    first, roll.plan_run = rollout.begin(batches, size, roll.plan_run)
+    batches = rollout.batches
+    drained: list[str] = []
+    number = first
+    try:
+        for number in range(first, len(batches) + 1):
+            batch = batches[number - 1]
+            later = [h for b in batches[number:] for h in b]
+            reporter.batch_started(number, len(batches), size, batch)
+            checks = []
+            before = rollout.hook("before_batch", number, batch)
+            if before is not None:
+                checks.append(before)
+                drained = batch  # taken out (or tried to be): put back only by after_batch
+                if not before["ok"]:
+                    rollout.gated(number, batch, checks)
+                    rollout.finish("stopped", number, before["reason"], drained, later)
+                    return GATE_FAILED
+            again = number == first and rollout.rolled_back  # its steps were undone
+            code = roll.run(set(batch), Schedule(), again=again)
+            if code == 130:
+                raise KeyboardInterrupt
+            if code:
+                checks += [
+                    {"host": h, "check": "plan", "name": "plan", "ok": False, "reason": f}
+                    for f in roll.failed
+                    for h in batch
+                    if f.endswith(f" on {h}")
+                ] or [{"host": "", "check": "plan", "name": "plan", "ok": False, "reason": ""}]
+            else:
+                checks += rollout.check(batch)
+            if not rollout.gated(number, batch, checks):
+                why = "; ".join(failed_checks(checks))
+                status = "stopped"
+                if options.on_fail == "rollback":
+                    done, said = rollout.roll_back(batch, roll.plan_run)
+                    why += f"; {said}"
+                    status = "rolled-back" if done else "stopped"
+                rollout.finish(status, number, why, drained, later)
+                return code or GATE_FAILED
+            after = rollout.hook("after_batch", number, batch)
+            if after is not None and not after["ok"]:
+                rollout.finish("stopped", number, after["reason"], drained, later)
+                return GATE_FAILED
+            drained = []
+    except KeyboardInterrupt:
+        later = [h for b in batches[number:] for h in b]
+        rollout.finish("interrupted", number, "interrupted (Ctrl-C)", drained, later)
+        raise
+    rollout.finish("completed", len(batches), "every batch passed its gate")
     reporter.rolled_out(len(fleet), len(batches), size)
     return 0
 
@@ -182,11 +286,12 @@ class PlanRoll:
         """The hosts ``step`` runs on (those of ``batch`` only, when given)."""
         return [h for h in self.hosts_of[step.name] if batch is None or h.name in batch]
 
-    def run(self, batch: set[str] | None, schedule: Schedule) -> int:
+    def run(self, batch: set[str] | None, schedule: Schedule, again: bool = False) -> int:
         """Run the steps on their hosts (those of ``batch`` only, when given), resuming after
-        the steps already done unless a first step was named; the exit status."""
+        the steps already done unless a first step was named (or ``again``: a batch rolled
+        back runs them all again); the exit status."""
         steps = [s for s in self.steps if self.hosts(s, batch)]
-        if not self.from_given:
+        if not self.from_given and not again:
             steps = self._resume(steps, batch)
             if steps is None:
                 return 0

@@ -56,6 +56,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         findings,
         hosts,
         journals,
+        metrics,
+        rollouts,
         runs,
         security,
         state,
@@ -76,6 +78,8 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
         hosts.bp,
         throughput.bp,
         exports.bp,
+        metrics.bp,
+        rollouts.bp,
     ):
         app.register_blueprint(blueprint)
     return app

@@ -88,6 +88,22 @@ def short_id(run: str) -> str:
     return g.short_ids(run)
 
 
+def has_rollouts(journal: str) -> bool:
+    """Whether the journal has a gated rollout (its tab is shown): one look at the type
+    index, once per request."""
+    known = g.setdefault("has_rollouts", {})
+    if journal not in known:
+        from journal.events import RolloutStarted
+        from journal.web.state import store
+
+        found = store().read(journal, types=[RolloutStarted.type])
+        known[journal] = next(iter(found), None) is not None
+        close = getattr(found, "close", None)
+        if close is not None:
+            close()
+    return known[journal]
+
+
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(
         when=when,
@@ -106,6 +122,7 @@ def init_app(app: Flask) -> None:
         probe_summary=summary,
         evidence_href=evidence_href,
         finding_url=finding_url,
+        has_rollouts=has_rollouts,
         kind_of=kind_of,
         SEVERITIES=SEVERITIES,
     )
