@@ -52,3 +52,16 @@ def rollback_text(rollback: dict[str, Any], short: Callable[[str], str] = str) -
         f"rollback to {rollback.get('to')}: the {plural(count, 'package')} {side} run "
         f"{short(rollback.get('run') or '')}"
     )
+
+
+def ansible_text(ansible: dict[str, Any]) -> str:
+    """An Ansible task run's context in one line: ``ansible: play.yml, play 'Upgrade torch'
+    (batch 2), task 'Install torch' (tasks.yml:12), ansible.builtin.pip; changed``."""
+    batch = f" (batch {ansible['batch']})" if (ansible.get("batch") or 1) > 1 else ""
+    where = f" ({ansible['path']})" if ansible.get("path") else ""
+    said = [k for k in ("changed", "unreachable", "ignore_errors") if ansible.get(k)]
+    told = f"; {', '.join(said)}" if said else "; not changed" if not ansible.get("skipped") else ""
+    return (
+        f"ansible: {ansible.get('playbook')}, play {ansible.get('play')!r}{batch}, task "
+        f"{ansible.get('task')!r}{where}, {ansible.get('module')}{told}"
+    )

@@ -42,6 +42,9 @@ class JournalOpened(Event):
     runbook: str
     hosts: dict[str, str]
     plan: list[str]
+    #: the hosts' groups where no runbook holds them: an Ansible inventory's, as the
+    #: playbook run that opened the journal read it (drift and the hosts page compare within)
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ class StepStarted(Event):
     is still running from one whose recorder died (shown as lost, or as not started before
     its ``CommandLaunched``). A rollback run is a step run named ``rollback`` whose
     ``rollback`` names its target set. A command typed in `journal shell` is a step run with
-    ``interactive`` set (its step named after the command).
+    ``interactive`` set (its step named after the command). A task of an Ansible playbook
+    on one host has ``ansible`` set (journal's callback plugin records it).
     """
 
     type: ClassVar[str] = "StepStarted"
@@ -98,6 +102,11 @@ class StepStarted(Event):
     #: that a run whose recorder died without one is known not to have started (False in
     #: runs recorded before journal did, and in those of `journal shell` and imports)
     launch_marked: bool = False
+    #: a task of an Ansible playbook on one host (a step run of kind ansible, recorded by
+    #: journal's callback plugin): ``playbook``, ``play``, ``task``, ``path`` (the task's
+    #: file:line), ``module``, ``batch`` (of the play's ``serial`` batches, 1-based),
+    #: ``changed``, ``failed``, ``skipped``, ``unreachable`` as Ansible said; None otherwise
+    ansible: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ MARKDOWN = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "CONTRIBUTING.m
 
 #: Each command family's page, and the commands it documents (a new command goes on one).
 FAMILIES = {
+    "ansible.md": ("journal ansible plugin-path",),
     "cli-running.md": (
         "journal init",
         "journal demo",

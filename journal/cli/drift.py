@@ -44,7 +44,7 @@ def drift(ctx: Context, args: argparse.Namespace) -> int:
         groups = dict(getattr(ctx.runbook, "groups", None) or {})
     else:
         groups = runbook_groups(readings.runbook, journal)
-    report = compare(readings, groups)
+    report = compare(readings, groups or readings.groups)
     if args.group is not None:
         chosen = [g for g in report.groups if g.name == args.group]
         if not chosen:

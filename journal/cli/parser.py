@@ -261,6 +261,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _format_option(p, "json: an object with a findings list (id, severity, advice, evidence…)")
     _export(group("export", "export the record: the postmortem, a step's asciicast"), command)
+    ans_sub = group("ansible", "record Ansible playbooks in the journal (the callback plugin)")
+    command(
+        "plugin-path",
+        "running.ansible_plugin_path",
+        "print the folder of journal's Ansible callback plugin and how to turn it on",
+        parent=ans_sub,
+    )
     imp_sub = group("import", "import a terminal transcript as step runs")
     p = command(
         "transcript",
@@ -335,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: The commands as `journal --help` lists them, by what they are for.
 GROUPS = (
     ("start", ("demo", "init")),
-    ("record", ("run", "shell", "note", "record", "import", "attach", "rollback")),
+    ("record", ("run", "shell", "note", "record", "import", "attach", "rollback", "ansible")),
     ("read", ("status", "log", "show", "pitfalls", "drift", "serve")),
     ("hand on", ("export", "notify")),
     ("the record itself", ("verify", "anchor", "rebuild", "db")),

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING
 from journal.cli import render
 from journal.cli.context import Context
 from journal.cli.parser import LOG_LIMIT
-from journal.display import figure, first_line, plural, rollback_text, seconds, when
+from journal.display import (
+    ansible_text,
+    figure,
+    first_line,
+    plural,
+    rollback_text,
+    seconds,
+    when,
+)
 from journal.errors import BadInput
 from journal.events import MetricRecorded, NoteAdded, OutputChunk, StepFinished, StepStarted
 from journal.mapper import Recorded
@@ -398,6 +406,8 @@ def show_text(run: StepRunView, judged: render.Judged) -> str:
         lines.append("  imported from a transcript")
     if run.interactive:
         lines.append("  typed in `journal shell`")
+    if run.ansible:
+        lines.append(f"  {ansible_text(run.ansible)}")
     errors = judged.errors(run)
     if errors:
         lines.append(f"  open error: {', '.join(errors)}")

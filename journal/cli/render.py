@@ -10,7 +10,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from journal.display import figure, first_line, plural, rollback_text, seconds, when
+from journal.display import (
+    ansible_text,
+    figure,
+    first_line,
+    plural,
+    rollback_text,
+    seconds,
+    when,
+)
 from journal.events import StepFinished
 from journal.pitfalls.base import Finding
 from journal.probes.summary import summary
@@ -120,6 +128,8 @@ def run_line(run: StepRunView, command: bool = True, judged: Judged | None = Non
         line += f"  open error: {', '.join(errors)}"
     if command:
         line += f"\n{PAD}$ {first_line(run.command)}"
+    if run.ansible:
+        line += f"\n{PAD}{ansible_text(run.ansible)}"
     if run.rollback:
         line += f"\n{PAD}{rollback_text(run.rollback, judged.short)}"
     if run.reason:
@@ -434,6 +444,7 @@ def run_json(run: StepRunView, judged: Judged) -> dict:
         "recorded_status": run.status,
         **_fields(run, "exit_code", "duration", "started", "finished", "reason", "imported"),
         "interactive": run.interactive,
+        "ansible": run.ansible,
         "rollback": run.rollback,
         "open_errors": judged.errors(run),
         "packages": None

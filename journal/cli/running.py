@@ -278,3 +278,23 @@ def demo(ctx: Context, args: argparse.Namespace) -> int:
     ctx.runbook_path = str(runbook.path)
     report = TerminalDemoReport(short=render.short_ids(ctx.store))
     return run_demo(ctx.store, runbook, report, ctx.db)
+
+
+def ansible_plugin_path(ctx: Context, args: argparse.Namespace) -> int:
+    """`journal ansible plugin-path`: where journal's callback plugin is, and the lines that
+    turn it on (it records into the journal JOURNAL_RUNBOOK or JOURNAL_DB names)."""
+    from journal.ansible import plugin_dir
+
+    folder = plugin_dir()
+    print(folder)
+    print(
+        "# turn it on for a playbook run (journal importable by the python that runs Ansible;\n"
+        "# it records into the journal JOURNAL_RUNBOOK, or JOURNAL_DB and JOURNAL_NAME, name):\n"
+        f"#   export ANSIBLE_CALLBACK_PLUGINS={folder}\n"
+        "#   export ANSIBLE_CALLBACKS_ENABLED=journal\n"
+        "#   export JOURNAL_RUNBOOK=$PWD/runbook.toml   # or JOURNAL_DB=... JOURNAL_NAME=...\n"
+        f"# or in ansible.cfg, [defaults]: callback_plugins = {folder}\n"
+        "#   callbacks_enabled = journal",
+        file=sys.stderr,
+    )
+    return 0

@@ -132,6 +132,8 @@ class StepRunView:
     rollback: dict[str, Any] | None = None
     #: a command typed in `journal shell` (``StepStarted.interactive``)
     interactive: bool = False
+    #: an Ansible task on this host (``StepStarted.ansible``: playbook, play, task, ...)
+    ansible: dict[str, Any] | None = None
     #: its recorder marks the command's launch (``StepStarted.launch_marked``), and whether
     #: it did (``CommandLaunched``): a run of a dead recorder never launched is not started
     launch_marked: bool = False
@@ -265,6 +267,7 @@ def _(event: StepStarted, rec: Recorded, state: Timeline, item: Any) -> StepRunV
         rollback=event.rollback,
         interactive=event.interactive,
         launch_marked=event.launch_marked,
+        ansible=event.ansible,
     )
     state.runs[event.run] = view
     if event.imported and event.at:

@@ -46,7 +46,8 @@ def page(journal: str) -> str:
     cache = _cache()
     readings = cache.current(journal)
     with cache.lock:  # a fold extending the same readings must not run meanwhile
-        report = compare(readings, runbook_groups(readings.runbook, journal))
+        groups = runbook_groups(readings.runbook, journal) or readings.groups
+        report = compare(readings, groups)
     told = deliveries(store().read(journal, types=[NotificationSent.type]))
     return render_template(
         "hosts/page.html",

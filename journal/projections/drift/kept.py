@@ -69,6 +69,7 @@ def readings_of(d: dict[str, Any]) -> Readings:
         d["events"],
         d["last_seq"],
         d["run_hosts"],
+        {name: list(hosts) for name, hosts in d.get("groups", {}).items()},
     )
 
 

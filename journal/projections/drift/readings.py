@@ -162,6 +162,8 @@ class Readings:
     last_seq: int = 0
     #: the hosts steps ran on, in the order of their first run
     run_hosts: list[str] = field(default_factory=list)
+    #: the groups the journal was opened with (``JournalOpened.groups``: an inventory's)
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
     def host(self, name: str) -> HostReadings:
         return self.by_host.setdefault(name, HostReadings(name))
@@ -274,6 +276,7 @@ def apply(event: Event, rec: Recorded, state: Readings) -> None:
 @apply.register
 def _(event: JournalOpened, rec: Recorded, state: Readings) -> None:
     state.hosts, state.runbook = dict(event.hosts), event.runbook
+    state.groups = {name: list(hosts) for name, hosts in event.groups.items()}
 
 
 @apply.register

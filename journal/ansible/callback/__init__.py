@@ -1,0 +1,1 @@
+"""The folder Ansible loads journal's callback plugin from (``journal.py``)."""
