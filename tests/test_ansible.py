@@ -190,6 +190,18 @@ def test_a_playbook_is_recorded_task_by_task_and_judged(rig: Rig, tmp_path: Path
     drift = journal("drift", "--format", "json", db=db)
     assert {g["name"] for g in json.loads(drift.stdout)["groups"]} >= {"gpu"}
     assert journal("verify", db=db).returncode == 0
+    # the postmortem and the web tell the playbook context
+    md = tmp_path / "pm.md"
+    assert journal("export", "postmortem", "-o", str(md), db=db).returncode in (0, 1)
+    assert "[upgrade.yml: Upgrade torch › Install the cu130 nightly]" in md.read_text()
+    from journal.web import create_app
+
+    client = create_app({"DB": str(db), "TESTING": True}).test_client()
+    page = client.get(f"/j/{NAME}/run/{upgraded['run']}").get_data(as_text=True)
+    assert '<span class="tag ansible">ansible</span>' in page
+    assert "task <b>Install the cu130 nightly</b>" in page
+    status = text(journal("status", db=db).stdout)
+    assert "(no plan: the runs are an Ansible playbook's)" in status
 
 
 def test_a_journal_that_cannot_be_written_never_fails_the_playbook(

@@ -371,8 +371,13 @@ def progress_text(
     then one summary line per host."""
     judged = judged or Judged()
     lines = [visible(f"journal {journal}: plan of {plural(len(plan), 'step')}")]
+    played = any(h.last is not None and h.last.ansible for h in hosts)
     if not plan:
-        lines.append("  (the runbook has no steps yet)")
+        lines.append(
+            "  (no plan: the runs are an Ansible playbook's)"
+            if played
+            else "  (the runbook has no steps yet)"
+        )
     width = max([len(s) for s in plan] + [4])
     for index, step in enumerate(plan):
         cells = []
@@ -389,8 +394,8 @@ def progress_text(
             if last
             else "nothing run yet"
         )
-        done = f"{host.done}/{len(host.steps)} steps done"
-        rest.append(f"host {host.host} ({host.target or '?'}): {done}; {tail}")
+        done = f"{host.done}/{len(host.steps)} steps done; " if plan else ""
+        rest.append(f"host {host.host} ({host.target or '?'}): {done}{tail}")
         probe = (timeline.latest_probes.get(host.host, {}) if timeline else {}).get("torch-env")
         if probe is not None and probe.result is not None:
             rest.append(f"  {summary('torch-env', probe.result)} (probed {when(probe.ts)})")

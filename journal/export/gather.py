@@ -398,6 +398,12 @@ def command_of(run: StepRunView) -> dict[str, Any]:
         "status": run.status,
         "exit_code": run.exit_code,
         "imported": run.imported,
+        # an Ansible task's: where in the playbook it came from
+        "ansible": (
+            {k: run.ansible.get(k) for k in ("playbook", "play", "task", "path", "batch")}
+            if run.ansible
+            else None
+        ),
     }
 
 

@@ -515,9 +515,11 @@ def command_lines(command: dict[str, Any], short: Callable[[str], str] = str) ->
     """A command's lines in the supporting commands: when, what and how it ended (its run's
     id as ``short`` shows it), then it."""
     code_text = f", exit {command['exit_code']}" if command["exit_code"] is not None else ""
+    play = command.get("ansible")
+    told = f" [{play['playbook']}: {play['play']} › {play['task']}]" if play else ""
     return (
         f"# {when(command['time'])} {command['step']} on {command['host']}: "
-        f"{command['status']}{code_text} (run {short(command['run'])})",
+        f"{command['status']}{code_text} (run {short(command['run'])}){told}",
         command["command"],
     )
 
