@@ -236,6 +236,12 @@ def test_a_batch_below_its_own_baseline_stops_the_rollout_and_is_rolled_back(
     assert [fleet.torch(n) for n in NAMES] == ["2.12.0.dev20260226+cu130"] * 8
     assert set(fleet.scheduler().values()) == {"resumed"}
     assert fleet.events(RolloutFinished)[-1].status == "completed"
+    # the rollout's page keeps why it stopped and the gate batch 3 failed before
+    page = client.get(f"/j/{NAME}/rollout/{started.rollout}").get_data(as_text=True)
+    assert "rolled-back at batch 3: gpu-5: output_token_throughput 100" in page
+    earlier = page.split('id="batch-3"', 1)[1].split("</section>", 1)[0]
+    assert "its gate at" in earlier and "failed, before <code>--resume</code>" in earlier
+    assert "<code>gpu-6</code> figure <code>output_token_throughput</code>" in earlier
 
 
 def test_figures_within_tolerance_or_their_spread_never_stop_a_rollout(

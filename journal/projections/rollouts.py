@@ -30,6 +30,9 @@ class BatchView:
     passed: bool | None = None
     checks: list[dict[str, Any]] = field(default_factory=list)
     ts: str | None = None
+    #: the gates it went through before a `--resume` ran it again: ``{"ts", "passed",
+    #: "checks"}`` each, oldest first
+    earlier: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def state(self) -> str:
@@ -61,6 +64,9 @@ class RolloutView:
     drained: list[str] = field(default_factory=list)
     untouched: list[str] = field(default_factory=list)
     resumed: int = 0
+    #: how it ended each time before a `--resume`: ``{"ts", "status", "batch", "reason",
+    #: "drained"}``, oldest first
+    stops: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def hosts(self) -> list[str]:
@@ -92,6 +98,7 @@ class RolloutView:
             "reason": self.reason,
             "drained": self.drained,
             "untouched": self.untouched,
+            "stops": self.stops,
         }
 
 
@@ -106,10 +113,24 @@ class Rollouts:
         if isinstance(ev, RolloutStarted):
             known = self.by_id.get(ev.rollout)
             if known is not None:  # going on (--resume): running again from first_batch
+                if known.finished is not None:
+                    known.stops.append(
+                        {
+                            "ts": known.finished,
+                            "status": known.status,
+                            "batch": known.batch,
+                            "reason": known.reason,
+                            "drained": list(known.drained),
+                        }
+                    )
                 known.status, known.finished, known.reason = RUNNING, None, ""
                 known.drained, known.untouched = [], []
                 known.resumed += 1
                 for batch in known.batches[ev.first_batch - 1 :]:
+                    if batch.passed is not None:
+                        batch.earlier.append(
+                            {"ts": batch.ts, "passed": batch.passed, "checks": batch.checks}
+                        )
                     batch.passed, batch.checks, batch.ts = None, [], None
                 return
             self.by_id[ev.rollout] = RolloutView(
