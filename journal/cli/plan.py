@@ -46,6 +46,8 @@ class TerminalPlanReport:
     ) -> None:
         self._echo_for = echo_for
         self.short = short  # how a run id is shown (short_ids)
+        #: the command a stopped rollout is told goes on with it
+        self.resume = "journal run plan --rolling N --gate G --resume"
 
     def verdict(self, run: StepRun) -> str:
         return verdict(run, self.short)
@@ -117,11 +119,7 @@ class TerminalPlanReport:
             else ""
         )
         untouched = f"; not touched: {', '.join(event.untouched)}" if event.untouched else ""
-        resume = (
-            "; `journal run plan --rolling N --gate G --resume` goes on from this batch"
-            if event.status != "completed"
-            else ""
-        )
+        resume = f"; `{self.resume}` goes on from this batch" if event.status != "completed" else ""
         say(
             f"rollout {self.short(event.rollout)} {event.status} at batch {event.batch}: "
             f"{event.reason}{drained}{untouched}{resume}"
@@ -155,11 +153,13 @@ def run_plan(
     runbook: Runbook,
     *,
     echo_for: Callable[[int], Echo] = plain_echo,
+    resume: str = "journal run plan --rolling N --gate G --resume",
     **options: Any,
 ) -> int:
     """Run the plan with the ``options`` of :func:`journal.service.plan.run_plan` (``from_step``,
     ``to_step``, the hosts, ``schedule`` ...), reporting in the terminal; the exit status.
     (`journal run plan` has checked ``--from``/``--to`` already, wording any problem in terms of
-    the flags.)"""
+    the flags.) ``resume``: the command a stopped rollout is told goes on with it."""
     report = TerminalPlanReport(echo_for, short_ids(store))
+    report.resume = resume
     return run_plan_service(store, runbook, report, **options)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from functools import partial
 from pathlib import Path
@@ -230,7 +231,16 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
         detach=args.detach,
         notifier=notifier,
         gate=gate,
+        resume=_resume_command(args, gate),
     )
+
+
+def _resume_command(args: argparse.Namespace, gate) -> str:  # type: ignore[no-untyped-def]
+    """The command that goes on with a rollout stopped here (as typed, with --resume)."""
+    what = f"step {shlex.quote(args.name)}" if getattr(args, "name", None) else "plan"
+    name = gate.gate.name if gate is not None else "G"
+    rolling = args.rolling or "N"
+    return f"journal run {what} --rolling {rolling} --gate {shlex.quote(name)} --resume"
 
 
 def _gate_of(runbook, args: argparse.Namespace, schedule):  # type: ignore[no-untyped-def]
