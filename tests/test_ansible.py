@@ -79,7 +79,9 @@ class Rig:
                 subprocess.run(cmd, env=env, check=True, capture_output=True)
             self.pythons[name] = python
         inventory = "[gpu]\n" + "".join(
-            f"{name} ansible_host={server.alias} journal_python={self.pythons[name]}\n"
+            # no journal_python: the env snapshotted is the pip task's virtualenv, its
+            # template ("{{ venvs }}/env-{{ inventory_hostname }}") rendered per host
+            f"{name} ansible_host={server.alias}\n"
             for name, server in zip(NAMES, servers, strict=True)
         )
         # a host nothing answers (in the play's group and a group of its own)

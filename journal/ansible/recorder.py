@@ -225,9 +225,11 @@ class PlaybookRecorder:
         self,
         task: Mapping[str, Any],
         hosts: Mapping[str, Mapping[str, Any]],
+        rendered: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         """A task starts on ``hosts`` (name -> host vars): the previous task's after-work
-        is done first, then (a task that changes packages) each host's before-snapshot."""
+        is done first, then (a task that changes packages) each host's before-snapshot.
+        ``rendered``: per host, the task's arguments with their templates rendered."""
         self.finish_task()
         self.task = dict(task)
         module, args, tags = task["module"], task["args"], task["tags"]
@@ -236,7 +238,8 @@ class PlaybookRecorder:
         for host, hv in hosts.items():
             if host not in self.hosts:
                 self.hosts[host] = HostSide(self._host(host, hv))
-            python = python_of(module, args, hv) if snap else ""
+            own = (rendered or {}).get(host, args)
+            python = python_of(module, own, hv) if snap else ""
             self.pending[host] = Pending(self._run_id(), python, probe=probe)
         if snap:
             self._on_hosts(list(hosts), lambda host: self._snapshot(host, "before"))

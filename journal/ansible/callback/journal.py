@@ -97,7 +97,31 @@ class CallbackModule(CallbackBase):
             "vars": dict(task.vars or {}),
             "path": task.get_path(),
         }
-        self._call("task_started", info, self._hosts())
+        hosts = self._hosts()
+        self._call("task_started", info, hosts, self._rendered(task, hosts))
+
+    def _rendered(self, task: Any, hosts: dict[str, dict[str, Any]]) -> dict[str, dict]:
+        """The task's arguments as each host will see them (``virtualenv: "{{ venv }}"``),
+        rendered with the host's and the task's variables where Ansible can; a host whose
+        arguments cannot be rendered here keeps them as written."""
+        from journal.ansible.tasks import changes_packages
+
+        args = dict(task.args or {})
+        if not changes_packages(task.action, args, list(task.tags or [])):
+            return {}
+        try:
+            from ansible.template import Templar
+        except ImportError:
+            return {}
+        loader = getattr(self._play, "_loader", None)
+        out = {}
+        for name, hv in hosts.items():
+            try:
+                variables = {**hv, **dict(task.vars or {}), "inventory_hostname": name}
+                out[name] = Templar(loader=loader, variables=variables).template(args)
+            except Exception:  # noqa: BLE001, S112 - a variable only the worker knows
+                continue
+        return out
 
     def v2_runner_on_start(self, host: Any, task: Any) -> None:
         self._call("runner_started", host.get_name())
