@@ -294,6 +294,7 @@ def _parse(text: str, path: Path) -> Runbook:
         list(hosts),
         list(benchmarks),
         list(probes),
+        list(groups),
     )
     gate = journal.get("gate")
     if gate is not None:

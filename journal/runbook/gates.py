@@ -31,6 +31,7 @@ from typing import Any
 from journal.runbook.checker import _Checker, shown, suggest
 
 GATE_KEYS = {
+    "groups",
     "probe",
     "benchmarks",
     "tolerance",
@@ -65,6 +66,19 @@ class Tolerance:
         return f"{sign}{self.percent:g}%"
 
 
+#: The keys of a group's own hooks (``[gates.NAME.groups.GROUP]``).
+GROUP_HOOK_KEYS = {"before_batch", "after_batch", "hooks_host"}
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """The commands around a batch, and where they run: a gate's own, or a group's."""
+
+    before_batch: str | None = None
+    after_batch: str | None = None
+    hooks_host: str = "local"
+
+
 @dataclass(frozen=True)
 class GateSpec:
     """A ``[gates.NAME]`` table, checked."""
@@ -78,6 +92,25 @@ class GateSpec:
     after_batch: str | None = None
     hooks_host: str = "local"
     description: str = ""
+    #: per ``[groups]`` entry, its own hooks (a site's racks under two schedulers): a batch's
+    #: hosts of that group get them, the others the gate's own
+    groups: dict[str, Hooks] = field(default_factory=dict)
+
+    def hooks_for(
+        self, batch: list[str], members: dict[str, list[str]]
+    ) -> list[tuple[Hooks, list[str]]]:
+        """The hooks that take ``batch`` out and back, each with the batch's hosts it takes:
+        each group's own (in the gate's order), then the gate's for the hosts of no such group."""
+        out, covered = [], set()
+        for group, hooks in self.groups.items():
+            hosts = [h for h in batch if h in members.get(group, []) and h not in covered]
+            if hosts:
+                out.append((hooks, hosts))
+                covered.update(hosts)
+        rest = [h for h in batch if h not in covered]
+        if rest and (self.before_batch or self.after_batch):
+            out.append((Hooks(self.before_batch, self.after_batch, self.hooks_host), rest))
+        return out
 
 
 def gate_specs(
@@ -86,6 +119,7 @@ def gate_specs(
     hosts: list[str],
     benchmarks: list[str],
     probes: list[str],
+    groups: list[str] | None = None,
 ) -> dict[str, GateSpec]:
     """Every ``[gates.NAME]`` table, checked against the runbook's hosts, benchmarks and
     probes (``torch-env`` and ``packages`` are built in)."""
@@ -125,12 +159,23 @@ def gate_specs(
         for what in ("health", "before_batch", "after_batch"):
             value = table.get(what)
             commands[what] = check.string(value, f"{key}.{what}").strip() if value else None
-        hooks_host = check.string(table.get("hooks_host", "local"), f"{key}.hooks_host")
-        if hooks_host != "local" and hooks_host not in hosts:
-            raise check.fail(
-                f"{key}.hooks_host",
-                f"no host named {hooks_host!r}{suggest(hooks_host, hosts)} (or local: the "
-                "machine journal runs on)",
+        hooks_host = _hooks_host(check, table, f"{key}.hooks_host", hosts)
+        own = {}
+        for group, where, sub in check.named_tables(
+            check.table(table.get("groups", {}), f"{key}.groups"), f"{key}.groups", GROUP_HOOK_KEYS
+        ):
+            if group not in (groups or []):
+                raise check.fail(
+                    where,
+                    f"no group named {group!r}{suggest(group, groups or [])}: a group's hooks "
+                    "are for a [groups] entry of the runbook",
+                )
+            said = {w: check.string(sub[w], f"{where}.{w}").strip() if sub.get(w) else None
+                    for w in ("before_batch", "after_batch")}  # fmt: skip
+            own[group] = Hooks(
+                said["before_batch"],
+                said["after_batch"],
+                _hooks_host(check, sub, f"{where}.hooks_host", hosts),
             )
         description = check.string(table.get("description", ""), f"{key}.description", empty=True)
         found[name] = GateSpec(
@@ -143,8 +188,20 @@ def gate_specs(
             commands["after_batch"],
             hooks_host,
             description,
+            own,
         )
     return found
+
+
+def _hooks_host(check: _Checker, table: dict[str, Any], key: str, hosts: list[str]) -> str:
+    """Where hooks run: a host of the runbook, or ``local`` (the default)."""
+    name = check.string(table.get("hooks_host", "local"), key)
+    if name != "local" and name not in hosts:
+        raise check.fail(
+            key,
+            f"no host named {name!r}{suggest(name, hosts)} (or local: the machine journal runs on)",
+        )
+    return name
 
 
 def _tolerances(check: _Checker, value: Any, key: str) -> dict[str, Tolerance]:

@@ -210,13 +210,16 @@ def _gated_roll_out(
             later = [h for b in batches[number:] for h in b]
             reporter.batch_started(number, len(batches), size, batch)
             checks = []
-            before = rollout.hook("before_batch", number, batch)
-            if before is not None:
-                checks.append(before)
-                drained = batch  # taken out (or tried to be): put back only by after_batch
-                if not before["ok"]:
+            before = rollout.hooks("before_batch", number, batch)
+            if before:
+                checks += before
+                # taken out (or tried to be): put back only by after_batch
+                drained = [h for h in batch if any(h in c["hosts"] for c in before)]
+                failing = [c for c in before if not c["ok"]]
+                if failing:
                     rollout.gated(number, batch, checks)
-                    rollout.finish("stopped", number, before["reason"], drained, later)
+                    why = "; ".join(c["reason"] for c in failing)
+                    rollout.finish("stopped", number, why, drained, later)
                     return GATE_FAILED
             again = number == first and rollout.rolled_back  # its steps were undone
             code = roll.run(set(batch), Schedule(), again=again)
@@ -240,9 +243,13 @@ def _gated_roll_out(
                     status = "rolled-back" if done else "stopped"
                 rollout.finish(status, number, why, drained, later)
                 return code or GATE_FAILED
-            after = rollout.hook("after_batch", number, batch)
-            if after is not None and not after["ok"]:
-                rollout.finish("stopped", number, after["reason"], drained, later)
+            after = rollout.hooks("after_batch", number, batch)
+            failing = [c for c in after if not c["ok"]]
+            if failing:
+                back = {h for c in after if c["ok"] for h in c["hosts"]}
+                drained = [h for h in drained if h not in back]
+                why = "; ".join(c["reason"] for c in failing)
+                rollout.finish("stopped", number, why, drained, later)
                 return GATE_FAILED
             drained = []
     except KeyboardInterrupt:

@@ -245,12 +245,21 @@ class GatedRollout:
 
     # -- around a batch -----------------------------------------------------------------------
 
-    def hook(self, which: str, number: int, batch: list[str]) -> dict[str, Any] | None:
-        """Run ``before_batch`` or ``after_batch`` on the hooks host; its check (None when the
-        gate has no such command)."""
-        command = getattr(self.gate, which)
-        if not command:
-            return None
+    def hooks(self, which: str, number: int, batch: list[str]) -> list[dict[str, Any]]:
+        """Run ``before_batch`` or ``after_batch`` for the batch: each group's own for its
+        hosts of the batch, the gate's for the rest (:meth:`GateSpec.hooks_for`); a check
+        each (none where no such command is set), with the hosts it took."""
+        checks = []
+        for hooks, hosts in self.gate.hooks_for(batch, self.runbook.groups):
+            command = getattr(hooks, which)
+            if command:
+                checks.append(self._hook(which, number, hosts, command, hooks.hooks_host))
+        return checks
+
+    def _hook(
+        self, which: str, number: int, batch: list[str], command: str, where: str
+    ) -> dict[str, Any]:
+        """Run one hook command for ``batch`` (some hosts of the batch) on ``where``."""
         hosts = ",".join(batch)
         text = command.replace("{hosts}", shlex.quote(hosts)).replace(
             "{rollout}", shlex.quote(self.rollout)
@@ -266,7 +275,7 @@ class GatedRollout:
             snapshots=False,
             description=f"{which} of batch {number} of rollout {self.rollout}",
         )
-        host = self._hooks_host()
+        host = self._hooks_host(where)
         (run,) = run_step_fleet(
             self.store,
             self.runbook,
@@ -294,10 +303,10 @@ class GatedRollout:
             "ok": ok,
             "reason": reason,
             "run": run.run_id,
+            "hosts": list(batch),
         }
 
-    def _hooks_host(self) -> Host:
-        name = self.gate.hooks_host
+    def _hooks_host(self, name: str) -> Host:
         if name in self.runbook.hosts:
             return self.runbook.hosts[name]
         return Host("local", "local")
