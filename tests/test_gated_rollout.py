@@ -248,6 +248,13 @@ def test_figures_within_tolerance_or_their_spread_never_stop_a_rollout(
     rig: Rig, tmp_path: Path
 ) -> None:
     fleet = Fleet(rig, tmp_path, tolerance=">= -2%")
+    # the health command prints a real H200's `nvidia-smi -q`: read, and healthy
+    smi = Path(__file__).parent / "data" / "h200" / "nvidia-smi-q.txt"
+    fleet.book.write_text(
+        fleet.book.read_text().replace(
+            'probe = "torch-env"', f'probe = "torch-env"\nhealth = "cat {smi}"'
+        )
+    )
     # two racks under two schedulers: rack-b's hosts are drained and resumed by its own hooks
     with fleet.book.open("a") as book:
         book.write(
@@ -268,7 +275,12 @@ def test_figures_within_tolerance_or_their_spread_never_stop_a_rollout(
     assert "gpu-3: output_token_throughput 100 → 97 (-3.0%, noise; gate >= -2%)" in text(
         done.stderr
     )
-    assert [g.passed for g in fleet.events(BatchGated)] == [True] * 4
+    gated = fleet.events(BatchGated)
+    assert [g.passed for g in gated] == [True] * 4
+    health = [c for g in gated for c in g.checks if c["check"] == "health"]
+    assert len(health) == 8 and all(c["ok"] for c in health)
+    assert {c["parsed"]["driver"] for c in health} == {"580.159.04"}
+    assert all(c["parsed"]["gpus"][0]["name"] == "NVIDIA H200" for c in health)
     assert fleet.events(RolloutFinished)[-1].status == "completed"
     assert fleet.scheduler() == {
         **{n: "resumed" for n in NAMES[:4]},
@@ -397,3 +409,30 @@ def test_a_gate_table_is_checked_where_it_is_wrong(
         parse(text_, tmp_path / "runbook.toml")
     assert said in str(raised.value)
     assert str(tmp_path / "runbook.toml") in str(raised.value)
+
+
+def test_the_health_of_a_real_nvidia_smi_q_and_what_fails_it() -> None:
+    from journal.reading.health import nvidia_smi_q
+
+    real = (Path(__file__).parent / "data" / "h200" / "nvidia-smi-q.txt").read_text()
+    read = nvidia_smi_q(real)
+    assert read is not None and read["problems"] == [] and read["cuda"] == "13.0"
+    (gpu,) = read["gpus"]
+    assert gpu["bus"] == "00000000:00:06.0" and gpu["ecc_volatile_uncorrectable"] == 0
+    pending = real.replace(
+        "        Pending                                        : No\n        Remapping",
+        "        Pending                                        : Yes\n        Remapping",
+    )
+    assert pending != real
+    assert nvidia_smi_q(pending)["problems"] == [
+        "GPU 00000000:00:06.0 (NVIDIA H200): rows awaiting a remap (reset the GPU)"
+    ]
+    ecc = real.replace(
+        "            DRAM Uncorrectable                         : 0\n        Aggregate\n",
+        "            DRAM Uncorrectable                         : 2\n        Aggregate\n",
+    )
+    assert ecc != real
+    assert nvidia_smi_q(ecc)["problems"] == [
+        "GPU 00000000:00:06.0 (NVIDIA H200): 2 uncorrectable ECC errors since boot"
+    ]
+    assert nvidia_smi_q("dcgmi diag: Pass\n") is None  # not nvidia-smi -q: its exit status

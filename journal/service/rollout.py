@@ -483,20 +483,34 @@ class GatedRollout:
             accept_new_host_key=self.accept_new_host_key,
             notifier=self.notifier,
         )
-        return [
-            {
+        from journal.reading.health import nvidia_smi_q
+        from journal.service.bench import recorded_output
+
+        checks = []
+        for run in fleet.results:
+            # what it printed, read where journal knows the tool (the end of it, bounded)
+            parsed = nvidia_smi_q(recorded_output(self.store, self.runbook.name, run.run_id)[0])
+            problems = parsed["problems"] if parsed else []
+            reason = ""
+            if not run.outcome.ok:
+                code = run.outcome.exit_code
+                reason = f"{self.gate.health} {run.outcome.status}" + (
+                    f", exit status {code}" if code else ""
+                )
+            elif problems:
+                reason = "; ".join(problems)
+            check = {
                 "host": run.host,
                 "check": "health",
                 "name": "health",
-                "ok": run.outcome.ok,
-                "reason": ""
-                if run.outcome.ok
-                else f"{self.gate.health} {run.outcome.status}"
-                + (f", exit status {run.outcome.exit_code}" if run.outcome.exit_code else ""),
+                "ok": run.outcome.ok and not problems,
+                "reason": reason,
                 "run": run.run_id,
             }
-            for run in fleet.results
-        ]
+            if parsed is not None:
+                check["parsed"] = parsed
+            checks.append(check)
+        return checks
 
     def gated(self, number: int, batch: list[str], checks: list[dict[str, Any]]) -> bool:
         """Record batch ``number``'s gate; whether it passed."""
