@@ -14,7 +14,7 @@ A gate checks, after the batch ran the plan:
   than 5% fails), ``"<= +10%"`` (lower is better: a rise of more than 10% fails); repeated
   samples whose ranges overlap the baseline's never fail;
 - ``health``: a command run on every host of the batch (``dcgmi diag -r 1``), recorded; a
-  non-zero exit fails.
+  non-zero exit fails, and `nvidia-smi -q`'s output is read (:mod:`journal.reading.health`).
 
 ``before_batch`` / ``after_batch`` run on ``hooks_host`` (a host of the runbook; ``local``, the
 default: the machine journal runs on) before the batch's plan and after its gate passed, with
