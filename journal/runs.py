@@ -15,6 +15,8 @@ import os
 import re
 import signal
 import socket
+import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -242,8 +244,15 @@ def in_process_table(machine: str, pid: int) -> bool:
         return True
 
 
-#: The fewest characters a run id is shown with: its random digits
-#: (:func:`journal.service.steps.new_run_id`'s).
+def new_run_id() -> str:
+    """A step run's id, unique across machines: 8 random hex digits, then its start time in
+    milliseconds (hex). Random first, so that a few of its first characters name it, as a
+    commit's do in git (`journal show 3f9a2c`): with the time first, every run of a session
+    shared its first nine. Runs are ordered by where they lie in the journal, never by id."""
+    return f"{uuid.uuid4().hex[:8]}{int(time.time() * 1000):x}"
+
+
+#: The fewest characters a run id is shown with: its random digits (:func:`new_run_id`'s).
 SHORT_ID = 8
 
 

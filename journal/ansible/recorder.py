@@ -23,7 +23,6 @@ import queue
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -43,6 +42,7 @@ from journal.events import Event, JournalOpened, OutputChunk, StepFinished, Step
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook, load, parse
+from journal.runs import new_run_id
 
 #: Batches of events the writer may lag behind by before a put waits (then gives up).
 QUEUE_BATCHES = 10_000
@@ -160,7 +160,7 @@ class PlaybookRecorder:
         self.store.know_secrets(self.runbook.redact)
         self.journal = self.runbook.name
         self.playbook = playbook
-        self.plan_run = f"{uuid.uuid4().hex[:8]}{int(time.time() * 1000):x}"
+        self.plan_run = new_run_id()
         self.writer = Writer(lambda events: self.store.append(self.journal, events))
         self.hosts: dict[str, HostSide] = {}
         self.pending: dict[str, Pending] = {}  # host -> the current task's run there
@@ -169,16 +169,22 @@ class PlaybookRecorder:
         self.batch = 0
         self.runs = 0
         self._machine = socket.gethostname()
-        self._opened = False
+        #: the journal's latest JournalOpened (read once, kept as written): a play start
+        #: compares its hosts and groups with it
+        self._opened: JournalOpened | None = None
+        self._opened_read = False
 
     # -- the journal --------------------------------------------------------------------------
 
     def open(self, hosts: Mapping[str, str], groups: Mapping[str, list[str]]) -> None:
         """Record ``JournalOpened`` when the journal is new or its hosts or the inventory's
         groups changed (a runbook's own groups, where it has some, stay the ones compared)."""
-        last = None
-        for rec in self.store.read(self.journal, types=[JournalOpened.type]):
-            last = rec.event
+        if not self._opened_read:
+            for rec in self.store.read(self.journal, types=[JournalOpened.type]):
+                if isinstance(rec.event, JournalOpened):
+                    self._opened = rec.event
+            self._opened_read = True
+        last = self._opened
         known = dict(last.hosts) if isinstance(last, JournalOpened) else {}
         merged = {**known, **{h: t for h, t in hosts.items() if h not in known}}
         grouped = {g: list(h) for g, h in groups.items()}
@@ -189,7 +195,8 @@ class PlaybookRecorder:
             return
         plan = list(last.plan) if isinstance(last, JournalOpened) else self.runbook.plan
         book = str(self.runbook.path) if str(self.runbook.path) else ""
-        self.writer.put([JournalOpened(self.journal, book, merged, plan, grouped)])
+        self._opened = JournalOpened(self.journal, book, merged, plan, grouped)
+        self.writer.put([self._opened])
 
     # -- plays and tasks ----------------------------------------------------------------------
 
@@ -240,12 +247,9 @@ class PlaybookRecorder:
                 self.hosts[host] = HostSide(self._host(host, hv))
             own = (rendered or {}).get(host, args)
             python = python_of(module, own, hv) if snap else ""
-            self.pending[host] = Pending(self._run_id(), python, probe=probe)
+            self.pending[host] = Pending(new_run_id(), python, probe=probe)
         if snap:
             self._on_hosts(list(hosts), lambda host: self._snapshot(host, "before"))
-
-    def _run_id(self) -> str:
-        return f"{uuid.uuid4().hex[:8]}{int(time.time() * 1000):x}"
 
     def runner_started(self, host: str) -> None:
         run = self.pending.get(host)
@@ -259,7 +263,7 @@ class PlaybookRecorder:
         task = self.task or {}
         run = self.pending.get(host)
         if run is None or run.done:  # a result for a host not announced (a handler, ...)
-            run = Pending(self._run_id(), "")
+            run = Pending(new_run_id(), "")
             self.pending[host] = run
         run.done = True
         side = self.hosts.get(host) or HostSide(Host(host, host))

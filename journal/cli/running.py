@@ -198,9 +198,12 @@ def run_plan(ctx: Context, args: argparse.Namespace) -> int:
     schedule = schedule_of(args)
     gate = _gate_of(runbook, args, schedule)
     if gate is not None and gate.resume:
+        from dataclasses import replace
+
         from journal.service.rollout import resumable
 
-        resumable(ctx.store, runbook.name)  # said before anything is recorded
+        # looked up (and refused) before anything is recorded, handed on as found
+        gate = replace(gate, resumed=resumable(ctx.store, runbook))
     base_url = base_url_of(args)
     from journal.cli.live import echo_for
     from journal.cli.plan import run_plan as run_plan_service

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 TYPES = (RolloutStarted.type, BatchGated.type, RolloutFinished.type)
 #: A rollout not finished (its recorder may still be at work, or died).
 RUNNING = "running"
+#: Every status a rollout is in (``RolloutFinished.status``'s, and running before it).
+STATUSES = (RUNNING, "completed", "stopped", "rolled-back", "interrupted")
+#: Every state a batch is in (:attr:`BatchView.state`).
+BATCH_STATES = ("passed", "failed", "pending")
 
 
 @dataclass

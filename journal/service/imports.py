@@ -32,8 +32,8 @@ from journal.projections.drift.readings import TRANSCRIPT
 from journal.recorder import OutputRecorder
 from journal.redact import Redactor
 from journal.runbook import NAME, NAME_RULE
+from journal.runs import new_run_id
 from journal.service.lint import transcript_file
-from journal.service.steps import new_run_id
 from journal.store import EventStore
 from journal.transcript import (
     Command,

@@ -20,10 +20,10 @@ from journal.projections.progress import stands
 from journal.projections.stored import current_timeline
 from journal.projections.timeline import StepRunView
 from journal.runbook import Host, Runbook, Step
-from journal.runs import StepRun, exit_status
+from journal.runs import StepRun, exit_status, new_run_id
 from journal.service.findings import findings_for_runs
 from journal.service.fleet import FleetRun, Schedule
-from journal.service.steps import StepWatch, new_run_id, run_step_fleet
+from journal.service.steps import StepWatch, run_step_fleet
 from journal.store import EventStore
 
 if TYPE_CHECKING:
@@ -162,9 +162,8 @@ def _roll_out(
     if not schedule.rolling:
         return roll.run(None, Schedule(parallel=schedule.parallel))
 
-    fleet = list({h.name: h for s in steps for h in hosts_of[s.name]})
+    fleet, batches = _batches(steps, hosts_of, schedule.rolling)
     size = schedule.rolling
-    batches = [fleet[i : i + size] for i in range(0, len(fleet), size)]
     for number, batch in enumerate(batches, 1):
         reporter.batch_started(number, len(batches), size, batch)
         code = roll.run(set(batch), Schedule())
@@ -173,6 +172,14 @@ def _roll_out(
             return code
     reporter.rolled_out(len(fleet), len(batches), size)
     return 0
+
+
+def _batches(
+    steps: list[Step], hosts_of: dict[str, list[Host]], size: int
+) -> tuple[list[str], list[list[str]]]:
+    """The plan's hosts in the order named, and in batches of ``size``."""
+    fleet = list({h.name: h for s in steps for h in hosts_of[s.name]})
+    return fleet, [fleet[i : i + size] for i in range(0, len(fleet), size)]
 
 
 def _gated_roll_out(
@@ -188,9 +195,8 @@ def _gated_roll_out(
     (rolled back with ``on_fail="rollback"``), its hosts left out of service."""
     from journal.service.rollout import GATE_FAILED, GatedRollout, failed_checks
 
-    fleet = list({h.name: h for s in steps for h in hosts_of[s.name]})
     size = schedule.rolling or 1
-    batches = [fleet[i : i + size] for i in range(0, len(fleet), size)]
+    fleet, batches = _batches(steps, hosts_of, size)
     rollout = GatedRollout(
         roll.store,
         roll.runbook,

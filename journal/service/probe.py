@@ -10,9 +10,10 @@ from journal.expect import Verdict
 from journal.probes.summary import summary
 from journal.redact import Redactor
 from journal.runbook import Host, Runbook
+from journal.runs import new_run_id
 from journal.service.checks import HostChecks
 from journal.service.fleet import FleetRun, HostVerdict, Schedule, run_fleet
-from journal.service.steps import StepWatch, connect, new_run_id
+from journal.service.steps import StepWatch, connect
 from journal.store import EventStore
 from journal.transport import transport_for
 

@@ -21,10 +21,10 @@ from journal.projections.timeline import StepRunView, Timeline
 from journal.reading.commands import install_requests
 from journal.redact import MASK, Redactor
 from journal.runbook import Host, Runbook
+from journal.runs import new_run_id
 from journal.service.checks import HostChecks
 from journal.service.rollback_plan import KEEP, HostPlan, Install, Source, shell_path
 from journal.service.rollback_target import Target
-from journal.service.steps import new_run_id
 from journal.transport import Transport
 from journal.versions import parse_version
 

@@ -31,10 +31,12 @@ from journal.events import (
     RolloutStarted,
     StepStarted,
 )
+from journal.projections.rollouts import RolloutView, rollouts
 from journal.projections.verdict import judge
 from journal.runbook import Host, Runbook, Step
 from journal.runbook.gates import GateSpec
-from journal.service.steps import StepWatch, new_run_id, run_step_fleet
+from journal.runs import new_run_id
+from journal.service.steps import StepWatch, run_step_fleet
 from journal.store import EventStore
 
 if TYPE_CHECKING:
@@ -69,11 +71,13 @@ class GateReporter(Protocol):
 
 @dataclass(frozen=True)
 class GateOptions:
-    """What `--gate`, `--on-gate-fail` and `--resume` asked for."""
+    """What `--gate`, `--on-gate-fail` and `--resume` asked for; ``resumed``: the rollout
+    `--resume` goes on with, where it was already looked up (:func:`resumable`)."""
 
     gate: GateSpec
     on_fail: str = "stop"
     resume: bool = False
+    resumed: RolloutView | None = None
 
     def __post_init__(self) -> None:
         if self.on_fail not in ON_FAIL:
@@ -140,10 +144,6 @@ def stack_of(result: dict[str, Any] | None) -> dict[str, str]:
     }
 
 
-def stack_text(stack: dict[str, str]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in stack.items())
-
-
 class GatedRollout:
     """One rollout: begun (or resumed), each batch gated, finished; recorded as it goes."""
 
@@ -199,49 +199,24 @@ class GatedRollout:
         return first, plan_run
 
     def _resumed(self, batches: list[list[str]]) -> tuple[list[list[str]], int, str]:
-        """The latest rollout of the journal, which must have stopped: its id, batches, the
-        batch it stopped at, its plan run, its first seq and the stack it agreed on."""
-        started: dict[str, tuple[int, RolloutStarted]] = {}
-        last: tuple[str, RolloutFinished | None] | None = None
-        gated: dict[str, dict[str, str]] = {}
-        for rec in self.store.read(
-            self.runbook.name,
-            types=[RolloutStarted.type, RolloutFinished.type, BatchGated.type],
-        ):
-            ev = rec.event
-            if isinstance(ev, RolloutStarted):
-                started.setdefault(ev.rollout, (rec.seq, ev))
-                last = (ev.rollout, None)
-            elif isinstance(ev, RolloutFinished) and last and last[0] == ev.rollout:
-                last = (ev.rollout, ev)
-            elif isinstance(ev, BatchGated) and ev.passed:
-                for check in ev.checks:
-                    if check.get("check") == "stack" and check.get("stack"):
-                        gated[ev.rollout] = check["stack"]
-        if last is None:
-            raise BadInput(
-                f"--resume: the journal {self.runbook.name!r} has no rollout to go on with; "
-                "drop --resume to begin one"
-            )
-        rollout, finished = last
-        if finished is not None and finished.status == "completed":
-            raise BadInput(
-                f"--resume: the latest rollout ({rollout}) completed; drop --resume to begin "
-                "another"
-            )
-        seq, began = started[rollout]
-        gone = sorted({h for b in began.batches for h in b} - set(self.runbook.hosts))
-        if gone:
-            raise BadInput(
-                f"--resume: the rollout {rollout} has hosts the runbook no longer has "
-                f"({', '.join(gone)}); put them back in [hosts], or begin a new rollout "
-                "without --resume"
-            )
-        self.rollout, self.start_seq = rollout, seq
-        self.rolled_back = finished is not None and finished.status == "rolled-back"
-        self.stack = gated.get(rollout)
-        stopped = finished.batch if finished is not None and finished.batch else 1
-        return began.batches, stopped, began.plan_run or new_run_id()
+        """The latest rollout of the journal, which must have stopped (:func:`resumable`):
+        its batches, the batch it stopped at and its plan run; its id, first seq and the
+        stack its passed batches agreed on are taken on."""
+        view = self.options.resumed or resumable(self.store, self.runbook)
+        self.rollout, self.start_seq = view.rollout, view.seq
+        self.rolled_back = view.status == "rolled-back"
+        self.stack = next(
+            (
+                c["stack"]
+                for b in view.batches
+                if b.passed
+                for c in b.checks
+                if c.get("check") == "stack" and c.get("stack")
+            ),
+            None,
+        )
+        batches = [list(b.hosts) for b in view.batches]
+        return batches, view.batch or 1, view.plan_run or new_run_id()
 
     # -- around a batch -----------------------------------------------------------------------
 
@@ -594,11 +569,10 @@ class GatedRollout:
         return event
 
 
-def resumable(store: EventStore, journal: str) -> str:
+def resumable(store: EventStore, runbook: Runbook) -> RolloutView:
     """The rollout `--resume` goes on with: the journal's latest, which must not have
-    completed; else bad input saying so."""
-    from journal.projections.rollouts import rollouts
-
+    completed and whose hosts the runbook still has; else bad input saying so."""
+    journal = runbook.name
     latest = rollouts(store, journal).latest()
     if latest is None:
         raise BadInput(
@@ -610,7 +584,14 @@ def resumable(store: EventStore, journal: str) -> str:
             f"--resume: the latest rollout ({latest.rollout}) completed; drop --resume to "
             "begin another"
         )
-    return latest.rollout
+    gone = sorted(set(latest.hosts) - set(runbook.hosts))
+    if gone:
+        raise BadInput(
+            f"--resume: the rollout {latest.rollout} has hosts the runbook no longer has "
+            f"({', '.join(gone)}); put them back in [hosts], or begin a new rollout "
+            "without --resume"
+        )
+    return latest
 
 
 def failed_checks(checks: list[dict[str, Any]]) -> list[str]:

@@ -301,6 +301,6 @@ def finding_line(found: Finding) -> str:
 
 
 def _run_id() -> str:
-    from journal.service.steps import new_run_id
+    from journal.runs import new_run_id
 
     return new_run_id()

@@ -7,7 +7,6 @@ import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -35,6 +34,7 @@ from journal.runs import (
     NOT_STARTED,
     Outcome,
     StepRun,
+    new_run_id,
 )
 from journal.service.checks import Append, HostChecks
 from journal.service.fleet import FleetRun, FleetWatch, HostVerdict, Schedule, run_fleet
@@ -52,14 +52,6 @@ R = TypeVar("R")
 #: when it stopped the command itself because the disk under its database was full: with
 #: nothing more fitting in the database, the host is where `journal attach` learns it.
 OWN_STOP_MARK = "stopped-disk-full"
-
-
-def new_run_id() -> str:
-    """A step run's id, unique across machines: 8 random hex digits, then its start time in
-    milliseconds (hex). Random first, so that a few of its first characters name it, as a
-    commit's do in git (`journal show 3f9a2c`): with the time first, every run of a session
-    shared its first nine. Runs are ordered by where they lie in the journal, never by id."""
-    return f"{uuid.uuid4().hex[:8]}{int(time.time() * 1000):x}"
 
 
 @dataclass(frozen=True)

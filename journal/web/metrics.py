@@ -68,7 +68,7 @@ def rollout_metrics(state: StoredState) -> list[Metric]:
     the hosts it left drained, one sample each. Read from the rollout events alone (the
     store's type index, :func:`journal.projections.rollouts.rollouts`). Every sample carries
     ``journal``; families of the same name from several journals are merged (:func:`merged`)."""
-    from journal.projections.rollouts import rollouts
+    from journal.projections.rollouts import BATCH_STATES, STATUSES, rollouts
     from journal.web.state import store
 
     latest = rollouts(store(), state.journal).latest()
@@ -81,14 +81,14 @@ def rollout_metrics(state: StoredState) -> list[Metric]:
         "stopped, rolled-back, interrupted).",
         labels=["journal", "rollout", "gate", "status"],
     )
-    for name in ("running", "completed", "stopped", "rolled-back", "interrupted"):
+    for name in STATUSES:
         status.add_metric([*keys, name], 1.0 if latest.status == name else 0.0)
     batches = GaugeMetricFamily(
         "journal_rollout_batches",
         "The latest gated rollout's batches by state: passed, failed, pending.",
         labels=["journal", "rollout", "gate", "state"],
     )
-    for name in ("passed", "failed", "pending"):
+    for name in BATCH_STATES:
         count = sum(1 for b in latest.batches if b.state == name)
         batches.add_metric([*keys, name], float(count))
     drained = GaugeMetricFamily(
